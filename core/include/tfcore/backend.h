@@ -1,0 +1,266 @@
+/* tfcore/backend.h — the compute backend vtable (kind TF_KIND_BACKEND).
+ *
+ * A model plugin computes only through these slots; it never calls BLAS or
+ * CUDA itself. Every pointer argument named as a buffer lives in the
+ * backend's memory (host memory for backend-cpu, device memory for
+ * backend-cuda) unless it is marked "host". Every op is enqueued on a stream
+ * (NULL = the backend's default stream) and may return before it finished;
+ * results are visible after stream_sync or an event. Ops never allocate in
+ * the training loop: scratch space comes from buffers the caller passes, or
+ * was sized up front (attention_save_bytes).
+ *
+ * Layout conventions: row-major; a matrix [rows, cols] with a leading
+ * dimension ld >= cols (the distance between rows, in elements). Activations
+ * are in the compute dtype the precision plugin chose (f32, f16, bf16);
+ * parameters' master copies, gradients, optimizer moments and every
+ * reduction (layernorm statistics, losses, norms) are f32.
+ *
+ * ABI 1.0: every slot is required except those marked optional. New slots
+ * are appended at the end and read through TF_HAS().
+ */
+#ifndef TFCORE_BACKEND_H
+#define TFCORE_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tfcore/config.h"
+#include "tfcore/dtype.h"
+#include "tfcore/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tf_backend tf_backend; /* one opened device */
+typedef struct tf_stream tf_stream;   /* an ordered queue of work */
+typedef struct tf_event tf_event;     /* a point in a stream */
+
+/* How GEMMs compute; chosen by the precision plugin. */
+typedef enum tf_matmul_mode {
+    TF_MATMUL_FP32 = 0, /* strict IEEE fp32 multiply-accumulate */
+    TF_MATMUL_TF32 = 1, /* fp32 storage, tf32 tensor-core multiply, fp32 accumulate */
+    TF_MATMUL_F16 = 2,  /* f16 inputs, fp32 accumulate */
+    TF_MATMUL_BF16 = 3  /* bf16 inputs, fp32 accumulate */
+} tf_matmul_mode;
+
+typedef enum tf_memcpy_kind {
+    TF_COPY_HOST_TO_DEVICE = 0,
+    TF_COPY_DEVICE_TO_HOST = 1,
+    TF_COPY_DEVICE_TO_DEVICE = 2,
+    TF_COPY_HOST_TO_HOST = 3
+} tf_memcpy_kind;
+
+typedef enum tf_mem_kind {
+    TF_MEM_DEVICE = 0,     /* the backend's working memory */
+    TF_MEM_HOST_PINNED = 1 /* host memory the device can copy from/to asynchronously */
+} tf_mem_kind;
+
+typedef struct tf_backend_open_args {
+    uint32_t size;        /* sizeof(tf_backend_open_args) */
+    int device;           /* device index (local rank), 0 on the CPU */
+    int threads;          /* host threads to use; 0 = the backend's default */
+    uint64_t seed;        /* base seed of the backend's random streams */
+    tf_section *section;  /* the config's "backend" section (backend-specific keys) */
+} tf_backend_open_args;
+
+typedef struct tf_backend_mem_info {
+    size_t total;   /* bytes of device memory (0 if unknown) */
+    size_t free;    /* bytes free now (0 if unknown) */
+    size_t current; /* bytes this backend holds now */
+    size_t peak;    /* most bytes this backend held at once */
+} tf_backend_mem_info;
+
+/* GELU flavours: exact erf form (hidden_act "gelu") or tanh form ("gelu_new"). */
+typedef enum tf_gelu_kind { TF_GELU_ERF = 0, TF_GELU_TANH = 1 } tf_gelu_kind;
+
+/* What a GEMM does to its result before storing it. */
+typedef enum tf_gemm_epilogue {
+    TF_EPILOGUE_NONE = 0,
+    TF_EPILOGUE_BIAS = 1,      /* C = alpha*op(A)op(B) + beta*C + bias[n] */
+    TF_EPILOGUE_BIAS_GELU = 2  /* pre = alpha*op(A)op(B) + bias[n]; aux = pre; C = gelu(pre)
+                                  (beta must be 0) */
+} tf_gemm_epilogue;
+
+/* C[b] = alpha * op(A[b]) · op(B[b]) + beta * C[b]   for b in [0, batch)
+ * op(A) is [m, k], op(B) is [k, n], C is [m, n]; all row-major.
+ * trans_a: A is stored [k, m] (lda >= m); else [m, k] (lda >= k). Same for B.
+ * A and B share `ab_dtype`; C is `c_dtype` (f32, or the compute dtype). */
+typedef struct tf_gemm_desc {
+    bool trans_a, trans_b;
+    int m, n, k;
+    float alpha, beta;
+    const void *a; int64_t lda; int64_t stride_a; /* stride between batches, elements */
+    const void *b; int64_t ldb; int64_t stride_b;
+    void *c;       int64_t ldc; int64_t stride_c;
+    int batch;                 /* >= 1 */
+    tf_dtype ab_dtype, c_dtype;
+    tf_matmul_mode mode;
+    tf_gemm_epilogue epilogue;
+    const float *bias;         /* [n] f32, for BIAS / BIAS_GELU */
+    void *aux;                 /* [m, n] in c_dtype (ld = ldc), for BIAS_GELU */
+    tf_gelu_kind gelu;
+} tf_gemm_desc;
+
+/* Multi-head attention over a fused QKV projection.
+ * qkv: [B, S, 3, heads, head_dim] in the compute dtype, i.e. the output of
+ *      one [B*S, 3H] GEMM: q at column 0, k at H, v at 2H (H = heads*head_dim).
+ * mask: [B, S] int32, 1 = attend, 0 = padding (key side), as HF's attention_mask.
+ * out: [B, S, heads, head_dim] = softmax(q kᵀ * scale + (1-mask)*min_float) · v
+ *      with dropout of probability `dropout` on the probabilities (train only).
+ * save: what backward needs, attention_save_bytes() large. */
+typedef struct tf_attention_desc {
+    int batch, seq, heads, head_dim;
+    float scale;          /* 1/sqrt(head_dim) for BERT */
+    float dropout;        /* 0 in eval */
+    uint64_t seed, offset; /* dropout random stream: same (seed, offset) = same mask */
+    tf_dtype dtype;
+    tf_matmul_mode mode;
+} tf_attention_desc;
+
+/* One segment of a flat parameter buffer for AdamW: elements
+ * [offset, offset+count) share a weight decay. */
+typedef struct tf_adamw_segment {
+    size_t offset, count;
+    float weight_decay;
+} tf_adamw_segment;
+
+typedef struct tf_adamw_hyper {
+    float lr, beta1, beta2, eps;
+    int64_t step;         /* 1-based step for bias correction */
+    float grad_scale;     /* grads are multiplied by this before use (1 normally) */
+} tf_adamw_hyper;
+
+typedef struct tf_backend_vtable {
+    uint32_t size; /* TF_VTABLE_SIZE(tf_backend_vtable) */
+    /* Read and validate every key of the plugin's config section without
+     * allocating anything (tfcore --dry-run, and before any work starts). */
+    tf_status (*check_config)(tf_section *section, tf_error *err);
+
+    /* --- device ------------------------------------------------------------- */
+    tf_status (*open)(const tf_backend_open_args *args, tf_backend **out, tf_error *err);
+    void (*close)(tf_backend *be);
+    /* Whether this backend can compute in `mode` / store `dtype` activations. */
+    bool (*supports)(tf_backend *be, tf_matmul_mode mode, tf_dtype act_dtype);
+    void (*mem_info)(tf_backend *be, tf_backend_mem_info *info); /* optional (NULL: unknown) */
+    /* A one-line device name ("2-core x86_64 (OpenBLAS 0.3.21, 2 threads)",
+     * "NVIDIA H100 80GB HBM3"). Optional (NULL: the plugin's name is shown). */
+    const char *(*device_name)(tf_backend *be);
+
+    /* --- memory (an out-of-memory error says what, how much, how much is free) */
+    tf_status (*alloc)(tf_backend *be, size_t bytes, tf_mem_kind kind, void **out,
+                       tf_error *err);
+    void (*free)(tf_backend *be, void *ptr, tf_mem_kind kind);
+    tf_status (*memcpy)(tf_backend *be, void *dst, const void *src, size_t bytes,
+                        tf_memcpy_kind kind, tf_stream *s);
+    tf_status (*memset)(tf_backend *be, void *dst, int value, size_t bytes, tf_stream *s);
+
+    /* --- streams and events (comm overlaps its reductions with compute) ------ */
+    tf_status (*stream_create)(tf_backend *be, tf_stream **out, tf_error *err);
+    void (*stream_destroy)(tf_backend *be, tf_stream *s);
+    tf_status (*stream_sync)(tf_backend *be, tf_stream *s, tf_error *err);
+    tf_status (*event_create)(tf_backend *be, tf_event **out, tf_error *err);
+    void (*event_destroy)(tf_backend *be, tf_event *e);
+    tf_status (*event_record)(tf_backend *be, tf_event *e, tf_stream *s);
+    tf_status (*stream_wait_event)(tf_backend *be, tf_stream *s, tf_event *e);
+    tf_status (*event_sync)(tf_backend *be, tf_event *e, tf_error *err);
+
+    /* --- dense algebra -------------------------------------------------------- */
+    tf_status (*gemm)(tf_backend *be, tf_stream *s, const tf_gemm_desc *g, tf_error *err);
+    /* dbias[cols] (f32) (+)= sum over rows of dy[rows, cols] (ld = cols). */
+    tf_status (*sum_rows)(tf_backend *be, tf_stream *s, const void *dy, tf_dtype dt, int rows,
+                          int cols, float *dbias, bool accumulate, tf_error *err);
+
+    /* --- layernorm, with an optional fused residual add ---------------------- */
+    /* in = x + residual (residual may be NULL); y = (in - mean) * rstd * gamma + beta.
+     * x, residual, y, in_out: [rows, cols] dtype; gamma, beta: [cols] f32;
+     * in_out (may be NULL when residual is NULL): receives `in` for backward;
+     * mean, rstd: [rows] f32, saved for backward. Biased variance, as torch. */
+    tf_status (*layernorm_fwd)(tf_backend *be, tf_stream *s, const void *x,
+                               const void *residual, void *in_out, void *y,
+                               const float *gamma, const float *beta, float *mean,
+                               float *rstd, int rows, int cols, float eps, tf_dtype dt,
+                               tf_error *err);
+    /* dx (+)= d in (accumulate when dx_accumulate); dgamma, dbeta (f32 [cols]) are
+     * always accumulated into (the caller zeroes them once per step). */
+    tf_status (*layernorm_bwd)(tf_backend *be, tf_stream *s, const void *dy, const void *in,
+                               const float *gamma, const float *mean, const float *rstd,
+                               void *dx, bool dx_accumulate, float *dgamma, float *dbeta,
+                               int rows, int cols, tf_dtype dt, tf_error *err);
+
+    /* --- attention ----------------------------------------------------------- */
+    size_t (*attention_save_bytes)(tf_backend *be, const tf_attention_desc *d);
+    tf_status (*attention_fwd)(tf_backend *be, tf_stream *s, const tf_attention_desc *d,
+                               const void *qkv, const int32_t *mask, void *out, void *save,
+                               bool train, tf_error *err);
+    /* dqkv: [B, S, 3, heads, head_dim], overwritten. */
+    tf_status (*attention_bwd)(tf_backend *be, tf_stream *s, const tf_attention_desc *d,
+                               const void *qkv, const int32_t *mask, const void *out,
+                               const void *save, const void *dout, void *dqkv, tf_error *err);
+
+    /* --- elementwise --------------------------------------------------------- */
+    tf_status (*gelu_fwd)(tf_backend *be, tf_stream *s, const void *x, void *y, size_t n,
+                          tf_gelu_kind kind, tf_dtype dt, tf_error *err);
+    /* dx = dy * gelu'(x); x is the pre-activation. dx may alias dy. */
+    tf_status (*gelu_bwd)(tf_backend *be, tf_stream *s, const void *dy, const void *x,
+                          void *dx, size_t n, tf_gelu_kind kind, tf_dtype dt, tf_error *err);
+    tf_status (*tanh_fwd)(tf_backend *be, tf_stream *s, const void *x, void *y, size_t n,
+                          tf_dtype dt, tf_error *err);
+    /* dx = dy * (1 - y²); y is the output. dx may alias dy. */
+    tf_status (*tanh_bwd)(tf_backend *be, tf_stream *s, const void *dy, const void *y,
+                          void *dx, size_t n, tf_dtype dt, tf_error *err);
+    /* Inverted dropout: y = x * keep / (1-p); keep[n] (u8, 0/1) saved for backward.
+     * The mask is a pure function of (seed, offset, element index). y may alias x. */
+    tf_status (*dropout_fwd)(tf_backend *be, tf_stream *s, const void *x, void *y,
+                             uint8_t *keep, size_t n, float p, uint64_t seed, uint64_t offset,
+                             tf_dtype dt, tf_error *err);
+    tf_status (*dropout_bwd)(tf_backend *be, tf_stream *s, const void *dy, const uint8_t *keep,
+                             void *dx, size_t n, float p, tf_dtype dt, tf_error *err);
+    /* y = a + b (y may alias a or b). */
+    tf_status (*add)(tf_backend *be, tf_stream *s, const void *a, const void *b, void *y,
+                     size_t n, tf_dtype dt, tf_error *err);
+    /* x *= alpha, in place (f32 or compute dtype). */
+    tf_status (*scale)(tf_backend *be, tf_stream *s, void *x, size_t n, float alpha,
+                       tf_dtype dt, tf_error *err);
+    /* dst = (dst_dtype) src */
+    tf_status (*cast)(tf_backend *be, tf_stream *s, const void *src, tf_dtype src_dt, void *dst,
+                      tf_dtype dst_dt, size_t n, tf_error *err);
+
+    /* --- embeddings ------------------------------------------------------------ */
+    /* out[i, :] (+)= table[ids[i], :] for i < rows; table [vocab, dim] f32 (master),
+     * out [rows, dim] in dt. An id outside [0, vocab) is TF_ERR_DATA naming it. */
+    tf_status (*embedding_fwd)(tf_backend *be, tf_stream *s, const int32_t *ids, int rows,
+                               const float *table, int vocab, int dim, void *out,
+                               bool accumulate, tf_dtype dt, tf_error *err);
+    /* dtable[ids[i], :] += dout[i, :]; deterministic (same sums in the same order). */
+    tf_status (*embedding_bwd)(tf_backend *be, tf_stream *s, const int32_t *ids, int rows,
+                               const void *dout, tf_dtype dt, float *dtable, int vocab, int dim,
+                               tf_error *err);
+
+    /* --- loss ----------------------------------------------------------------- */
+    /* Softmax cross-entropy over logits[rows, classes] (ld = ld_logits) against
+     * labels[rows] (int32); rows whose label == ignore_index do not count.
+     * *loss (f32, backend memory) = mean over counted rows (0 when none).
+     * dlogits (may be NULL): = grad_scale * d(mean loss)/d logits, same layout. */
+    tf_status (*cross_entropy)(tf_backend *be, tf_stream *s, const void *logits,
+                               int64_t ld_logits, tf_dtype dt, int rows, int classes,
+                               const int32_t *labels, int ignore_index, float *loss,
+                               void *dlogits, float grad_scale, tf_error *err);
+
+    /* --- optimizer and gradient checks (f32 flat buffers) ---------------------- */
+    tf_status (*adamw)(tf_backend *be, tf_stream *s, float *params, const float *grads,
+                       float *m, float *v, const tf_adamw_segment *segs, size_t nsegs,
+                       const tf_adamw_hyper *h, tf_error *err);
+    /* *out (f32, backend memory) = sum of x[i]² (computed in double where it can). */
+    tf_status (*sum_squares)(tf_backend *be, tf_stream *s, const float *x, size_t n, float *out,
+                             tf_error *err);
+    /* *found (int32, backend memory) |= 1 if any of x[n] (dtype dt) is inf or NaN. */
+    tf_status (*finite_check)(tf_backend *be, tf_stream *s, const void *x, size_t n, tf_dtype dt,
+                              int32_t *found, tf_error *err);
+} tf_backend_vtable;
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,117 @@
+/* tfcore/model.h — the model vtable (kind TF_KIND_MODEL).
+ *
+ * A model owns its parameters, gradients and optimizer moments, each one flat
+ * f32 buffer in backend memory with named views (tf_param_info), and its
+ * activations. It computes only through the backend vtable it is given.
+ *
+ * ABI 1.0. New slots are appended at the end and read through TF_HAS().
+ */
+#ifndef TFCORE_MODEL_H
+#define TFCORE_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tfcore/backend.h"
+#include "tfcore/batch.h"
+#include "tfcore/config.h"
+#include "tfcore/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tf_model tf_model;
+
+typedef struct tf_model_create_args {
+    uint32_t size;                      /* sizeof(tf_model_create_args) */
+    tf_section *section;                /* the config's "model" section */
+    const tf_backend_vtable *backend;   /* what to compute with */
+    tf_backend *be;
+    tf_dtype compute_dtype;             /* activations: f32, f16 or bf16 (precision plugin) */
+    tf_matmul_mode matmul_mode;
+    uint64_t seed;                      /* initialisation and dropout */
+    int max_rows, max_seq;              /* activations to reserve at create (0, 0: none yet;
+                                           see the reserve slot) */
+} tf_model_create_args;
+
+/* What the rest of the run needs to know about a created model. */
+typedef struct tf_model_info {
+    tf_task task;
+    int num_labels;              /* classification */
+    int vocab_size;
+    int max_position_embeddings; /* the longest sequence it takes */
+    int hidden_size, num_layers, num_heads, intermediate_size;
+    const char *vocab_file;      /* vocab.txt next to the checkpoint, or NULL */
+    bool do_lower_case;
+    const char *source;          /* "pretrained DIR" or "preset NAME (random init)" */
+} tf_model_info;
+
+/* A named view into the flat parameter buffer (Hugging Face name and shape). */
+typedef struct tf_param_info {
+    const char *name;    /* e.g. "bert.encoder.layer.0.attention.self.query.weight" */
+    int ndim;
+    int64_t shape[4];
+    size_t offset;       /* elements from the start of the flat buffer */
+    size_t numel;
+    bool no_decay;       /* biases and LayerNorm weights: AdamW applies no weight decay */
+} tf_param_info;
+
+/* Pointers into the model's flat f32 buffers (backend memory); each n elements. */
+typedef struct tf_model_buffers {
+    float *params;  /* [n] master parameters */
+    float *grads;   /* [n] gradients, zeroed by zero_grad, accumulated by backward */
+    size_t n;
+} tf_model_buffers;
+
+/* Called by backward as soon as grads[offset, offset+count) is final for this
+ * step (a layer's worth, in the order backward produces them), so a comm
+ * plugin can start reducing that bucket while backward goes on. */
+typedef void (*tf_grads_ready_fn)(void *user, size_t offset, size_t count);
+
+typedef struct tf_model_output {
+    float loss;            /* host copy of the mean loss of the batch (valid after forward) */
+    const void *logits;    /* backend memory: [rows, num_labels] classification,
+                              [rows, seq, 2] QA (start, end) */
+    tf_dtype logits_dtype;
+    int rows, cols;        /* logits viewed as [rows, cols] */
+} tf_model_output;
+
+typedef struct tf_model_vtable {
+    uint32_t size; /* TF_VTABLE_SIZE(tf_model_vtable) */
+    /* Read and validate every key of the plugin's config section without
+     * allocating anything (tfcore --dry-run, and before any work starts). */
+    tf_status (*check_config)(tf_section *section, tf_error *err);
+    tf_status (*create)(const tf_model_create_args *args, tf_model **out, tf_error *err);
+    void (*destroy)(tf_model *m);
+    const tf_model_info *(*info)(tf_model *m);
+    /* The parameter views, in Hugging Face order. */
+    void (*params)(tf_model *m, const tf_param_info **list, size_t *n);
+    void (*buffers)(tf_model *m, tf_model_buffers *out);
+    tf_status (*zero_grad)(tf_model *m, tf_error *err);
+    /* Forward on a batch already in backend memory (same layout as tf_batch).
+     * train: dropout on; labels present: the loss is computed too. */
+    tf_status (*forward)(tf_model *m, const tf_batch *dev_batch, bool train,
+                         tf_model_output *out, tf_error *err);
+    /* Backward of the last forward; the loss gradient is multiplied by
+     * loss_scale (precision plugins' loss scaling) and by grad_scale/... as the
+     * trainer asks (e.g. 1/gradient_accumulation_steps). Gradients accumulate. */
+    tf_status (*backward)(tf_model *m, float loss_scale, tf_grads_ready_fn ready, void *user,
+                          tf_error *err);
+    /* Write DIR/config.json and DIR/model.safetensors in Hugging Face layout. */
+    tf_status (*save)(tf_model *m, const char *dir, tf_error *err);
+    /* Make activation memory ready for batches up to max_rows x max_seq (the
+     * trainer knows the dataset's sequence length only after the model
+     * exists). Called before the first forward; again only to grow. */
+    tf_status (*reserve)(tf_model *m, int max_rows, int max_seq, tf_error *err);
+    /* Position of the dropout random stream: the next forward draws the masks
+     * of micro-batch `step` of this run's seed, whatever ran before (so a
+     * resumed run continues exactly). */
+    void (*set_step)(tf_model *m, uint64_t step);
+} tf_model_vtable;
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,143 @@
+/* cli_bench.c — `tfcore bench -c FILE [--steps N] [--warmup W] [--json]`:
+ * full training steps (forward, backward, optimizer) on the config's data
+ * after a warm-up, timed one by one; prints the median samples/s, the matmul
+ * GFLOP/s of SPEC.md's FLOPs formula, and the peak memory. Nothing is written
+ * to output_dir. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "plan.h"
+#include "trainer_internal.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: tfcore bench -c FILE [-o section.key=value]... [--steps N] [--warmup W] [--json]\n"
+            "  Times N full training steps (default 10) after W warm-up steps (default 2)\n"
+            "  with the config's model, data, backend and precision. Prints the median\n"
+            "  samples/s, matmul GFLOP/s (6*L*(4H^2 + 2HI) + 12*L*S*H FLOPs per token) and\n"
+            "  peak memory; --json adds one JSON object as the last line with the keys\n"
+            "  samples_per_second, matmul_gflops, peak_rss_mb (and more).\n");
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Training FLOPs of one token through the encoder's matmuls (SPEC.md, with the
+ * FFN written for any intermediate size: 12H^2 = 4H^2 + 2*H*4H). */
+static double flops_per_token(const tf_model_info *m, int seq)
+{
+    double L = m->num_layers, H = m->hidden_size, I = m->intermediate_size;
+    return 6.0 * L * (4.0 * H * H + 2.0 * H * I) + 12.0 * L * seq * H;
+}
+
+int tf_cli_bench(int argc, char **argv)
+{
+    const char *config = NULL;
+    long steps = 10, warmup = 2;
+    int json = 0;
+    char **ov = calloc((size_t)argc, sizeof *ov);
+    size_t nov = 0;
+    if (!ov) return TF_ERR_RUNTIME;
+    int rc = 0;
+    for (int i = 1; i < argc; i++) {
+        char *end;
+        if ((!strcmp(argv[i], "-c") || !strcmp(argv[i], "--config")) && i + 1 < argc) {
+            config = argv[++i];
+        } else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
+            ov[nov++] = argv[++i];
+        } else if (!strcmp(argv[i], "--steps") && i + 1 < argc) {
+            steps = strtol(argv[++i], &end, 10);
+            if (*end || steps < 1) { rc = tf_cli_usage_error("bench", "--steps needs a positive integer, got '%s'", argv[i]); goto out; }
+        } else if (!strcmp(argv[i], "--warmup") && i + 1 < argc) {
+            warmup = strtol(argv[++i], &end, 10);
+            if (*end || warmup < 0) { rc = tf_cli_usage_error("bench", "--warmup needs an integer >= 0, got '%s'", argv[i]); goto out; }
+        } else if (!strcmp(argv[i], "--json")) {
+            json = 1;
+        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            goto out;
+        } else {
+            rc = tf_cli_usage_error("bench", "unknown or incomplete argument '%s'", argv[i]);
+            goto out;
+        }
+    }
+    if (!config) {
+        rc = tf_cli_usage_error("bench", "no config file given (-c FILE)");
+        goto out;
+    }
+    tf_error err = {0};
+    tf_plan plan;
+    if (tf_plan_resolve(&plan, config, ov, nov, &err)) {
+        rc = tf_cli_fail(&err);
+        goto out;
+    }
+    tf_trainer t;
+    memset(&t, 0, sizeof t);
+    tf_sampler s = {0};
+    double *times = calloc((size_t)steps, sizeof *times);
+    tf_status st = times ? tf_trainer_setup(&t, &plan, 0, 1, &err) : tf_error_set(&err, TF_ERR_RUNTIME, "out of memory");
+    size_t rows = st ? 0 : t.dvt->num_rows(t.ds, TF_SPLIT_TRAIN);
+    if (!st) st = tf_sampler_init(&s, rows, 0, 1, (uint64_t)t.args->seed, 1, &err);
+    int64_t steps_per_epoch = 0;
+    if (!st) {
+        size_t B = (size_t)t.args->per_device_train_batch_size;
+        steps_per_epoch = (int64_t)((rows / B) / (size_t)t.args->gradient_accumulation_steps);
+        if (steps_per_epoch < 1)
+            st = tf_error_set(&err, TF_ERR_CONFIG, "the training split (%zu rows) is smaller than one global batch", rows);
+    }
+    /* a constant learning rate: the schedule does not change the work */
+    tf_lr_schedule lrs = {TF_LR_CONSTANT, t.args ? t.args->learning_rate : 0, 0, warmup + steps};
+    double loss = 0, lr, norm;
+    bool skipped;
+    for (long i = 0; !st && i < warmup + steps; i++) {
+        int64_t k = i % steps_per_epoch;
+        tf_sampler_set_epoch(&s, i / steps_per_epoch);
+        double t0 = tf_now();
+        st = tf_trainer_step(&t, &s, &lrs, k, &loss, &lr, &norm, &skipped, &err);
+        if (i >= warmup) times[i - warmup] = tf_now() - t0;
+    }
+    if (!st) {
+        qsort(times, (size_t)steps, sizeof *times, cmp_double);
+        double med = times[steps / 2];
+        int seq = t.dvt->seq_len(t.ds, TF_SPLIT_TRAIN);
+        double samples = (double)t.args->per_device_train_batch_size * (double)t.args->gradient_accumulation_steps;
+        double sps = samples / med;
+        double gflops = sps * seq * flops_per_token(t.info, seq) / 1e9;
+        double rss = tf_peak_rss_mb();
+        tf_backend_mem_info mi = {0};
+        if (t.bvt->mem_info) t.bvt->mem_info(t.be, &mi);
+        const char *dev = t.bvt->device_name ? t.bvt->device_name(t.be) : plan.plugin[TF_KIND_BACKEND]->desc->name;
+        printf("model        %s (L%d H%d A%d I%d)\n", t.info->source, t.info->num_layers, t.info->hidden_size,
+               t.info->num_heads, t.info->intermediate_size);
+        printf("batch        %lld x %d (x%lld accumulation), precision %s\n",
+               (long long)t.args->per_device_train_batch_size, seq, (long long)t.args->gradient_accumulation_steps,
+               plan.plugin[TF_KIND_PRECISION]->desc->name);
+        printf("device       %s\n", dev);
+        printf("steps        %ld timed after %ld warm-up; median %.4f s, min %.4f s, max %.4f s\n", steps, warmup, med,
+               times[0], times[steps - 1]);
+        printf("samples/s    %.2f\n", sps);
+        printf("matmul       %.1f GFLOP/s\n", gflops);
+        printf("peak RSS     %.1f MiB\n", rss);
+        if (json)
+            printf("{\"samples_per_second\": %.4f, \"matmul_gflops\": %.3f, \"peak_rss_mb\": %.2f, "
+                   "\"peak_backend_memory_mb\": %.2f, \"median_step_seconds\": %.6f, \"steps\": %ld, "
+                   "\"batch\": %lld, \"seq\": %d, \"layers\": %d, \"hidden\": %d, \"last_loss\": %.6f}\n",
+                   sps, gflops, rss, (double)mi.peak / 1048576.0, med, steps,
+                   (long long)(t.args->per_device_train_batch_size * t.args->gradient_accumulation_steps), seq,
+                   t.info->num_layers, t.info->hidden_size, loss);
+    }
+    if (st) rc = tf_cli_fail(&err);
+    tf_sampler_free(&s);
+    free(times);
+    if (t.plan) tf_trainer_teardown(&t);
+    tf_plan_free(&plan);
+out:
+    free(ov);
+    return rc;
+}

@@ -1,0 +1,109 @@
+/* cli_main.c — `tfcore`: the verb dispatcher, --help and --version. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "tfcore/config.h"
+#include "tfcore/plugin.h"
+
+#ifndef PACKAGE_VERSION
+#include "config.h"
+#endif
+
+typedef struct cli_verb {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} cli_verb;
+
+static const cli_verb verbs[] = {
+    {"train", tf_cli_train, "fine-tune as the config says (the default verb)"},
+    {"plugins", tf_cli_plugins, "list the plugins found, rejected, or unable to run here"},
+    {"eval", NULL, "evaluate a saved model on a config's eval split"},
+    {"predict", NULL, "run a model on JSONL inputs and write logits/labels"},
+    {"bench", tf_cli_bench, "time full training steps (samples/s, GFLOP/s, peak memory)"},
+    {"tokenize", tf_cli_tokenize, "tokenize stdin lines with a WordPiece vocab, one JSON array per line"},
+    {"squad-eval", tf_cli_squad_eval, "score SQuAD predictions exactly as the official script"},
+    {"report", NULL, "compare runs' results.json as a Markdown table / SVG chart"},
+};
+#define NVERBS (sizeof verbs / sizeof verbs[0])
+
+static void print_help(FILE *out)
+{
+    fprintf(out,
+            "usage: tfcore [train] -c FILE [-o section.key=value]... [--dry-run]\n"
+            "       tfcore VERB [options]      (tfcore VERB --help for each)\n"
+            "       tfcore --version | --help\n"
+            "\n"
+            "Fine-tune transformer encoders; the config file picks the model, data, backend,\n"
+            "communication strategy and precision plugins.\n"
+            "\nverbs:\n");
+    for (size_t i = 0; i < NVERBS; i++)
+        fprintf(out, "  %-11s %s%s\n", verbs[i].name, verbs[i].summary,
+                verbs[i].run ? "" : " (not in this version yet)");
+    fprintf(out,
+            "\nexit codes:\n"
+            "  0  success\n"
+            "  1  runtime error (numeric failure, device, out of memory, I/O)\n"
+            "  2  usage error (command line)\n"
+            "  3  config error (file or -o override)\n"
+            "  4  plugin error (missing, rejected, or cannot run here)\n"
+            "  5  data error (dataset, checkpoint or input file)\n"
+            "\nenvironment:\n"
+            "  TFCORE_PLUGIN_PATH  colon-separated plugin folders searched before the built-in ones\n"
+            "  TFCORE_LOG          debug | info | warn | error | quiet\n");
+}
+
+int tf_cli_fail(const tf_error *err)
+{
+    fprintf(stderr, "tfcore: %s\n", err->msg[0] ? err->msg : tf_status_name(err->code));
+    return err->code ? (int)err->code : 1;
+}
+
+int tf_cli_usage_error(const char *verb, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "tfcore %s: ", verb);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, " (see tfcore %s --help)\n", verb);
+    va_end(ap);
+    return TF_ERR_USAGE;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        print_help(stderr);
+        return TF_ERR_USAGE;
+    }
+    const char *a = argv[1];
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0 || strcmp(a, "help") == 0) {
+        print_help(stdout);
+        return 0;
+    }
+    if (strcmp(a, "--version") == 0 || strcmp(a, "-V") == 0) {
+        printf("tfcore %s (plugin ABI %d.%d)\n", PACKAGE_VERSION, TF_ABI_MAJOR, TF_ABI_MINOR);
+        return 0;
+    }
+    /* `tfcore -c FILE ...` is `tfcore train -c FILE ...` */
+    if (a[0] == '-') {
+        argv[0] = "train";
+        return tf_cli_train(argc, argv);
+    }
+    const char *names[NVERBS];
+    for (size_t i = 0; i < NVERBS; i++) {
+        names[i] = verbs[i].name;
+        if (strcmp(a, verbs[i].name) != 0) continue;
+        if (!verbs[i].run) {
+            fprintf(stderr, "tfcore %s: not available in tfcore %s yet\n", a, PACKAGE_VERSION);
+            return TF_ERR_USAGE;
+        }
+        return verbs[i].run(argc - 1, argv + 1);
+    }
+    const char *close = tf_closest(a, names, NVERBS);
+    fprintf(stderr, "tfcore: unknown verb '%s'%s%s%s (see tfcore --help)\n", a,
+            close ? " (did you mean '" : "", close ? close : "", close ? "'?)" : "");
+    return TF_ERR_USAGE;
+}

@@ -1,0 +1,113 @@
+/* plan.c — resolve a config into checked plugins (see plan.h). */
+#include <string.h>
+
+#include "plan.h"
+#include "tfcore/backend.h"
+#include "tfcore/comm.h"
+#include "tfcore/dataset.h"
+#include "tfcore/model.h"
+#include "tfcore/precision.h"
+
+const char *const tf_kind_section[TF_KIND_MAX + 1] = {
+    [TF_KIND_BACKEND] = "backend", [TF_KIND_MODEL] = "model", [TF_KIND_DATASET] = "data",
+    [TF_KIND_COMM] = "comm",       [TF_KIND_PRECISION] = "precision",
+};
+
+/* Every vtable starts with { uint32_t size; check_config; ... }. */
+typedef struct vtable_head {
+    uint32_t size;
+    tf_status (*check_config)(tf_section *section, tf_error *err);
+} vtable_head;
+
+/* The precision plugin the Trainer-style booleans ask for, or NULL
+ * (tf_training_args_read already refused fp16 and bf16 together). */
+static const char *precision_from_flags(const tf_training_args *t)
+{
+    return t->fp16 ? "fp16" : t->bf16 ? "bf16" : t->tf32 == TF_TRUE ? "tf32" : NULL;
+}
+
+static tf_status pick_plugin(tf_plan *plan, uint32_t kind, const char *fallback, tf_error *err)
+{
+    const char *secname = tf_kind_section[kind];
+    tf_section *sec = tf_config_section(plan->cfg, secname);
+    const char *name = NULL;
+    tf_status st;
+    if (fallback)
+        st = tf_cfg_string(sec, "plugin", fallback, &name, err);
+    else
+        st = tf_cfg_require_string(sec, "plugin", &name, err);
+    if (st) return st;
+    const tf_loaded_plugin *p;
+    st = tf_registry_require(plan->reg, kind, name, tf_cfg_where(sec, "plugin"), &p, err);
+    if (st) return st;
+    const vtable_head *vt = p->desc->vtable;
+    st = vt->check_config(sec, err);
+    if (st) {
+        if (!err || err->code == TF_OK) tf_error_set(err, st, "%s plugin '%s' rejected its config", secname, name);
+        return st;
+    }
+    plan->plugin[kind] = p;
+    return TF_OK;
+}
+
+tf_status tf_plan_resolve(tf_plan *plan, const char *config_file, char *const *overrides,
+                          size_t noverrides, tf_error *err)
+{
+    memset(plan, 0, sizeof *plan);
+    tf_status st = tf_config_load(&plan->cfg, config_file, err);
+    for (size_t i = 0; !st && i < noverrides; i++) st = tf_config_override(plan->cfg, overrides[i], err);
+    if (st) goto fail;
+
+    /* Training arguments first: fp16/bf16/tf32 choose the default precision. */
+    st = tf_training_args_read(tf_config_section(plan->cfg, "training"), config_file, &plan->training, err);
+    if (st) goto fail;
+    const char *flag_precision = precision_from_flags(&plan->training);
+
+    const char *search = NULL;
+    st = tf_cfg_string(tf_config_section(plan->cfg, "plugins"), "path", NULL, &search, err);
+    if (st) goto fail;
+    if ((st = tf_registry_scan_default(&plan->reg, search, err))) goto fail;
+
+    if ((st = pick_plugin(plan, TF_KIND_MODEL, NULL, err))) goto fail;
+    if ((st = pick_plugin(plan, TF_KIND_DATASET, NULL, err))) goto fail;
+    if ((st = pick_plugin(plan, TF_KIND_BACKEND, "cpu", err))) goto fail;
+    if ((st = pick_plugin(plan, TF_KIND_PRECISION, flag_precision ? flag_precision : "fp32", err)))
+        goto fail;
+    if (flag_precision && strcmp(flag_precision, plan->plugin[TF_KIND_PRECISION]->desc->name) != 0) {
+        st = tf_error_set(err, TF_ERR_CONFIG,
+                          "%s: precision.plugin is '%s' but training.%s = true asks for '%s'; "
+                          "remove one of them",
+                          tf_cfg_where(tf_config_section(plan->cfg, "precision"), "plugin"),
+                          plan->plugin[TF_KIND_PRECISION]->desc->name, flag_precision, flag_precision);
+        goto fail;
+    }
+    if (tf_config_has_section(plan->cfg, "comm") && (st = pick_plugin(plan, TF_KIND_COMM, NULL, err)))
+        goto fail;
+
+    if ((st = tf_config_check_unread(plan->cfg, err))) goto fail;
+    return TF_OK;
+fail:
+    tf_plan_free(plan);
+    return st;
+}
+
+void tf_plan_free(tf_plan *plan)
+{
+    tf_training_args_free(&plan->training);
+    tf_registry_free(plan->reg);
+    tf_config_free(plan->cfg);
+    memset(plan, 0, sizeof *plan);
+}
+
+void tf_plan_print_plugins(const tf_plan *plan, FILE *out)
+{
+    fprintf(out, "# plugins resolved:\n");
+    for (uint32_t k = TF_KIND_MIN; k <= TF_KIND_MAX; k++) {
+        const tf_loaded_plugin *p = plan->plugin[k];
+        if (p)
+            fprintf(out, "#   %-9s %-10s %-8s %s\n", tf_kind_name(k), p->desc->name,
+                    p->desc->version ? p->desc->version : "?", p->path);
+        else if (k == TF_KIND_COMM)
+            fprintf(out, "#   %-9s (none: one worker)\n", tf_kind_name(k));
+    }
+}

@@ -1,0 +1,36 @@
+/* plan.h — from a config file and -o overrides to the set of plugins a run
+ * uses, each checked against its config section, plus the training
+ * arguments. `tfcore train --dry-run` stops after this; a real run goes on
+ * from here. */
+#ifndef TFCORE_PLAN_H
+#define TFCORE_PLAN_H
+
+#include <stdio.h>
+
+#include "registry.h"
+#include "tfcore/config.h"
+#include "training_args.h"
+
+/* The config section each kind reads, by kind number. */
+extern const char *const tf_kind_section[TF_KIND_MAX + 1];
+
+typedef struct tf_plan {
+    tf_config *cfg;
+    tf_registry *reg;
+    /* The plugin of each kind, by kind number; comm is NULL for a
+     * single-worker run (no comm section). */
+    const tf_loaded_plugin *plugin[TF_KIND_MAX + 1];
+    tf_training_args training;
+} tf_plan;
+
+/* Load `config_file`, apply `overrides` ("section.key=value"), find and check
+ * every plugin, read every key (each plugin's check_config and the training
+ * arguments), and fail on any key nobody read. */
+tf_status tf_plan_resolve(tf_plan *plan, const char *config_file, char *const *overrides,
+                          size_t noverrides, tf_error *err);
+void tf_plan_free(tf_plan *plan);
+
+/* Human-readable summary of the plugins chosen, as libconfig comments. */
+void tf_plan_print_plugins(const tf_plan *plan, FILE *out);
+
+#endif

@@ -1,0 +1,233 @@
+/* run_output.c — what a run writes and shows: log.jsonl (a line per logging
+ * step and per evaluation), results.json (Trainer's metric names plus where
+ * the time went), Trainer-style dict lines, and a live progress line on a
+ * terminal. */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "tfcore/log.h"
+#include "trainer_internal.h"
+
+double tf_peak_rss_mb(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
+    return (double)ru.ru_maxrss / 1024.0; /* Linux reports KiB */
+}
+
+tf_status tf_write_file_atomic(const char *path, const char *text, tf_error *err)
+{
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) return tf_error_set(err, TF_ERR_RUNTIME, "cannot write %s: %s", tmp, strerror(errno));
+    size_t len = strlen(text), off = 0;
+    while (off < len) {
+        ssize_t w = write(fd, text + off, len - off);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+            int e = errno;
+            close(fd);
+            unlink(tmp);
+            return tf_error_set(err, TF_ERR_RUNTIME, "writing %s failed: %s", tmp, strerror(e));
+        }
+        off += (size_t)w;
+    }
+    if (fsync(fd) != 0 || close(fd) != 0) {
+        unlink(tmp);
+        return tf_error_set(err, TF_ERR_RUNTIME, "writing %s failed: %s", tmp, strerror(errno));
+    }
+    if (rename(tmp, path) != 0) {
+        int e = errno;
+        unlink(tmp);
+        return tf_error_set(err, TF_ERR_RUNTIME, "cannot rename %s to %s: %s", tmp, path, strerror(e));
+    }
+    return TF_OK;
+}
+
+/* --- the progress line ------------------------------------------------------ */
+
+void tf_progress_start(tf_progress *p, int64_t total, int64_t first, bool enabled)
+{
+    memset(p, 0, sizeof *p);
+    p->enabled = enabled;
+    p->tty = enabled && isatty(STDERR_FILENO);
+    p->total = total;
+    p->first = first;
+}
+
+void tf_progress_update(tf_progress *p, int64_t step, double loss, double elapsed, double samples)
+{
+    if (!p->tty) return;
+    if (elapsed - p->last_print < 0.2 && step < p->total) return;
+    p->last_print = elapsed;
+    double done = (double)(step - p->first);
+    double per = done > 0 ? elapsed / done : 0;
+    double eta = per * (double)(p->total - step);
+    double sps = elapsed > 0 ? samples / elapsed : 0;
+    (void)sps;
+    double step_rate = elapsed > 0 ? done / elapsed : 0;
+    fprintf(stderr, "\r\033[K%lld/%lld [%02d:%02d<%02d:%02d, %.2f it/s] loss %.4f", (long long)step,
+            (long long)p->total, (int)(elapsed / 60), (int)elapsed % 60, (int)(eta / 60), (int)eta % 60, step_rate,
+            loss);
+    fflush(stderr);
+    p->drawn = true;
+}
+
+void tf_progress_pause(tf_progress *p)
+{
+    if (p->drawn) {
+        fprintf(stderr, "\r\033[K");
+        fflush(stderr);
+        p->drawn = false;
+    }
+}
+
+void tf_progress_end(tf_progress *p)
+{
+    if (p->drawn) fprintf(stderr, "\n");
+    p->drawn = false;
+}
+
+/* --- log.jsonl and Trainer-style lines -------------------------------------- */
+
+tf_status tf_open_log(tf_trainer *t, tf_error *err)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/log.jsonl", t->output_dir);
+    /* a resumed run appends to its log; a fresh one starts it over */
+    const char *mode = t->args->resume_from_checkpoint ? "a" : "w";
+    t->log = fopen(path, mode);
+    if (!t->log) return tf_error_set(err, TF_ERR_RUNTIME, "cannot open %s: %s", path, strerror(errno));
+    return TF_OK;
+}
+
+static void emit(tf_trainer *t, json_t *o)
+{
+    char *line = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+    if (line && t->log) {
+        fprintf(t->log, "%s\n", line);
+        fflush(t->log);
+    }
+    free(line);
+}
+
+/* Print a dict the way Python prints Trainer's logs: {'loss': 0.6931, ...} */
+static void print_dict(json_t *o)
+{
+    const char *k;
+    json_t *v;
+    char line[2048];
+    size_t len = 0;
+    len += (size_t)snprintf(line + len, sizeof line - len, "{");
+    int first = 1;
+    json_object_foreach(o, k, v)
+    {
+        if (len >= sizeof line - 64) break;
+        if (json_is_object(v)) continue;
+        len += (size_t)snprintf(line + len, sizeof line - len, "%s'%s': ", first ? "" : ", ", k);
+        if (json_is_integer(v))
+            len += (size_t)snprintf(line + len, sizeof line - len, "%lld", (long long)json_integer_value(v));
+        else
+            len += (size_t)snprintf(line + len, sizeof line - len, "%.6g", json_real_value(v));
+        first = 0;
+    }
+    snprintf(line + len, sizeof line - len, "}");
+    fprintf(stderr, "%s\n", line);
+}
+
+static json_t *phase_json(const tf_trainer *t)
+{
+    json_t *ph = json_object();
+    for (int i = 0; i < TF_PHASE_COUNT; i++) json_object_set_new(ph, tf_phase_name[i], json_real(t->phase[i]));
+    return ph;
+}
+
+void tf_log_step(tf_trainer *t, tf_progress *p, double loss, double grad_norm, double lr, double epoch)
+{
+    if (t->rank != 0) return;
+    json_t *o = json_object();
+    json_object_set_new(o, "loss", json_real(loss));
+    json_object_set_new(o, "grad_norm", json_real(grad_norm));
+    json_object_set_new(o, "learning_rate", json_real(lr));
+    json_object_set_new(o, "epoch", json_real(epoch));
+    json_object_set_new(o, "step", json_integer(t->global_step));
+    json_object_set_new(o, "phase_seconds", phase_json(t));
+    tf_progress_pause(p);
+    print_dict(o);
+    emit(t, o);
+    json_decref(o);
+}
+
+void tf_log_metrics(tf_trainer *t, const tf_metrics *m, int64_t step)
+{
+    json_t *o = json_object();
+    for (int i = 0; i < m->n; i++) json_object_set_new(o, m->name[i], json_real(m->value[i]));
+    json_object_set_new(o, "step", json_integer(step));
+    print_dict(o);
+    emit(t, o);
+    json_decref(o);
+}
+
+tf_status tf_write_results(tf_trainer *t, double runtime, double samples, double steps, double train_loss,
+                           double epoch, const tf_metrics *eval, tf_error *err)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "train_runtime", json_real(runtime));
+    json_object_set_new(o, "train_samples_per_second", json_real(runtime > 0 ? samples / runtime : 0));
+    json_object_set_new(o, "train_steps_per_second", json_real(runtime > 0 ? steps / runtime : 0));
+    json_object_set_new(o, "train_loss", json_real(train_loss));
+    json_object_set_new(o, "epoch", json_real(epoch));
+    for (int i = 0; eval && i < eval->n; i++)
+        if (strcmp(eval->name[i], "epoch") != 0) json_object_set_new(o, eval->name[i], json_real(eval->value[i]));
+    /* tfcore's additions: where the time went, and the run's shape */
+    json_t *x = json_object();
+    json_object_set_new(x, "phase_seconds", phase_json(t));
+    json_object_set_new(x, "peak_rss_mb", json_real(tf_peak_rss_mb()));
+    if (t->bvt->mem_info) {
+        tf_backend_mem_info mi = {0};
+        t->bvt->mem_info(t->be, &mi);
+        json_object_set_new(x, "peak_backend_memory_mb", json_real((double)mi.peak / 1048576.0));
+    }
+    json_object_set_new(x, "global_step", json_integer(t->global_step));
+    json_object_set_new(x, "skipped_steps", json_integer(t->skipped_steps));
+    json_object_set_new(x, "world_size", json_integer(t->world));
+    for (uint32_t k = TF_KIND_MIN; k <= TF_KIND_MAX; k++) {
+        const tf_loaded_plugin *p = t->plan->plugin[k];
+        json_object_set_new(x, tf_kind_name(k), json_string(p ? p->desc->name : "none"));
+    }
+    if (t->bvt->device_name) json_object_set_new(x, "device", json_string(t->bvt->device_name(t->be)));
+    json_object_set_new(o, "tfcore", x);
+
+    char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+    /* the Trainer's summary line */
+    json_object_del(o, "tfcore");
+    fprintf(stderr, "{'train_runtime': %.4f, 'train_samples_per_second': %.3f, 'train_steps_per_second': %.3f, "
+                    "'train_loss': %.4f, 'epoch': %.1f}\n",
+            runtime, runtime > 0 ? samples / runtime : 0, runtime > 0 ? steps / runtime : 0, train_loss, epoch);
+    json_decref(o);
+    if (!text) return tf_error_set(err, TF_ERR_RUNTIME, "out of memory writing results");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/results.json", t->output_dir);
+    size_t len = strlen(text);
+    char *withnl = malloc(len + 2);
+    tf_status st;
+    if (!withnl) {
+        st = tf_error_set(err, TF_ERR_RUNTIME, "out of memory writing results");
+    } else {
+        memcpy(withnl, text, len);
+        withnl[len] = '\n';
+        withnl[len + 1] = '\0';
+        st = tf_write_file_atomic(path, withnl, err);
+        if (!st) tf_info("wrote %s", path);
+    }
+    free(withnl);
+    free(text);
+    return st;
+}

@@ -1,0 +1,422 @@
+/* trainer.c — setting a worker up and the optimizer-step loop (trainer.h). */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "lr_schedule.h"
+#include "sampler.h"
+#include "trainer.h"
+#include "trainer_internal.h"
+#include "tfcore/log.h"
+
+const char *const tf_phase_name[TF_PHASE_COUNT] = {"data", "forward", "backward", "comm",
+                                                   "optimizer", "eval", "save"};
+
+double tf_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* mkdir -p */
+tf_status tf_mkdirs(const char *path, tf_error *err)
+{
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s", path) >= (int)sizeof tmp)
+        return tf_error_set(err, TF_ERR_RUNTIME, "path too long: %s", path);
+    for (char *p = tmp + 1;; p++) {
+        if (*p == '/' || *p == '\0') {
+            char c = *p;
+            *p = '\0';
+            if (mkdir(tmp, 0777) != 0 && errno != EEXIST)
+                return tf_error_set(err, TF_ERR_RUNTIME, "cannot create folder %s: %s", tmp, strerror(errno));
+            *p = c;
+            if (!c) break;
+        }
+    }
+    return TF_OK;
+}
+
+/* --- setup ------------------------------------------------------------------ */
+
+/* Coalesce the parameters' decay flags into segments over the flat buffer. */
+static tf_status make_segments(tf_trainer *t, tf_error *err)
+{
+    const tf_param_info *p;
+    size_t n;
+    t->mvt->params(t->model, &p, &n);
+    t->segs = calloc(n ? n : 1, sizeof *t->segs);
+    if (!t->segs) return tf_error_set(err, TF_ERR_RUNTIME, "out of memory");
+    /* sort-free: params may come in any order; build per-element runs by offset */
+    size_t *order = malloc((n ? n : 1) * sizeof *order);
+    if (!order) return tf_error_set(err, TF_ERR_RUNTIME, "out of memory");
+    for (size_t i = 0; i < n; i++) order[i] = i;
+    for (size_t i = 1; i < n; i++) /* insertion sort by offset: n is a few hundred */
+        for (size_t j = i; j > 0 && p[order[j - 1]].offset > p[order[j]].offset; j--) {
+            size_t x = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = x;
+        }
+    float wd = (float)t->args->weight_decay;
+    t->nsegs = 0;
+    for (size_t k = 0; k < n; k++) {
+        const tf_param_info *q = &p[order[k]];
+        float d = q->no_decay ? 0.0f : wd;
+        tf_adamw_segment *last = t->nsegs ? &t->segs[t->nsegs - 1] : NULL;
+        if (last && last->weight_decay == d && last->offset + last->count == q->offset)
+            last->count += q->numel;
+        else
+            t->segs[t->nsegs++] = (tf_adamw_segment){q->offset, q->numel, d};
+    }
+    free(order);
+    return TF_OK;
+}
+
+/* Host and backend batch buffers for rows_cap x seq_cap. */
+static tf_status alloc_batches(tf_trainer *t, tf_error *err)
+{
+    size_t rs = (size_t)t->rows_cap * (size_t)t->seq_cap, r = (size_t)t->rows_cap;
+    /* layout of both blocks: ids, types, mask [rs] i32; labels, start, end [r] i32; feature [r] i64 */
+    size_t bytes = (3 * rs + 3 * r) * sizeof(int32_t) + r * sizeof(int64_t);
+    char *h = calloc(1, bytes);
+    if (!h) return tf_error_set(err, TF_ERR_RUNTIME, "out of memory for a %d x %d batch", t->rows_cap, t->seq_cap);
+    tf_status st = t->bvt->alloc(t->be, bytes, TF_MEM_DEVICE, &t->dev_block, err);
+    if (st) {
+        free(h);
+        return st;
+    }
+    char *d = t->dev_block;
+    tf_batch *bs[2] = {&t->host, &t->dev};
+    char *base[2] = {h, d};
+    for (int i = 0; i < 2; i++) {
+        char *q = base[i];
+        tf_batch *b = bs[i];
+        b->capacity_rows = t->rows_cap;
+        b->capacity_seq = t->seq_cap;
+        b->feature_index = (int64_t *)q;
+        q += r * sizeof(int64_t);
+        b->input_ids = (int32_t *)q;
+        q += rs * sizeof(int32_t);
+        b->token_type_ids = (int32_t *)q;
+        q += rs * sizeof(int32_t);
+        b->attention_mask = (int32_t *)q;
+        q += rs * sizeof(int32_t);
+        b->labels = (int32_t *)q;
+        q += r * sizeof(int32_t);
+        b->start_positions = (int32_t *)q;
+        q += r * sizeof(int32_t);
+        b->end_positions = (int32_t *)q;
+    }
+    if (t->info->task == TF_TASK_CLASSIFICATION) {
+        t->host.start_positions = t->host.end_positions = NULL;
+        t->dev.start_positions = t->dev.end_positions = NULL;
+    } else {
+        t->host.labels = t->dev.labels = NULL;
+    }
+    return TF_OK;
+}
+
+/* Copy the filled host batch to the backend, packed for its actual seq. */
+tf_status tf_trainer_upload(tf_trainer *t, tf_error *err)
+{
+    tf_batch *h = &t->host, *d = &t->dev;
+    d->rows = h->rows;
+    d->seq = h->seq;
+    size_t rs = (size_t)h->rows * (size_t)h->seq * sizeof(int32_t), r = (size_t)h->rows;
+    struct { void *dst; const void *src; size_t n; } c[] = {
+        {d->input_ids, h->input_ids, rs},
+        {d->token_type_ids, h->token_type_ids, rs},
+        {d->attention_mask, h->attention_mask, rs},
+        {d->labels, h->labels, r * sizeof(int32_t)},
+        {d->start_positions, h->start_positions, r * sizeof(int32_t)},
+        {d->end_positions, h->end_positions, r * sizeof(int32_t)},
+        {d->feature_index, h->feature_index, r * sizeof(int64_t)},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        if (!c[i].dst || !c[i].n) continue;
+        tf_status st = t->bvt->memcpy(t->be, c[i].dst, c[i].src, c[i].n, TF_COPY_HOST_TO_DEVICE, NULL);
+        if (st) return tf_error_set(err, st, "copying a batch to the %s backend failed", t->plan->plugin[TF_KIND_BACKEND]->desc->name);
+    }
+    return TF_OK;
+}
+
+tf_status tf_trainer_setup(tf_trainer *t, const tf_plan *plan, int rank, int world, tf_error *err)
+{
+    memset(t, 0, sizeof *t);
+    t->plan = plan;
+    t->args = &plan->training;
+    t->rank = rank;
+    t->world = world;
+    if (!(t->output_dir = strdup(t->args->output_dir))) return tf_error_set(err, TF_ERR_RUNTIME, "out of memory");
+    const tf_training_args *a = t->args;
+    tf_config *cfg = plan->cfg;
+    tf_status st;
+
+    t->bvt = plan->plugin[TF_KIND_BACKEND]->desc->vtable;
+    t->pvt = plan->plugin[TF_KIND_PRECISION]->desc->vtable;
+    t->mvt = plan->plugin[TF_KIND_MODEL]->desc->vtable;
+    t->dvt = plan->plugin[TF_KIND_DATASET]->desc->vtable;
+
+    tf_backend_open_args bo = {sizeof bo, t->rank, 0, (uint64_t)a->seed, tf_config_section(cfg, "backend")};
+    if ((st = t->bvt->open(&bo, &t->be, err))) return st;
+    if ((st = t->pvt->create(tf_config_section(cfg, "precision"), &t->prec, err))) return st;
+    tf_dtype act = t->pvt->compute_dtype(t->prec);
+    tf_matmul_mode mm = t->pvt->matmul_mode(t->prec);
+    if (!t->bvt->supports(t->be, mm, act))
+        return tf_error_set(err, TF_ERR_PLUGIN, "the %s backend cannot compute in precision '%s' (%s activations)",
+                            plan->plugin[TF_KIND_BACKEND]->desc->name, plan->plugin[TF_KIND_PRECISION]->desc->name,
+                            tf_dtype_name(act));
+
+    tf_model_create_args mc = {sizeof mc, tf_config_section(cfg, "model"), t->bvt, t->be, act, mm,
+                               (uint64_t)a->seed, 0, 0};
+    if ((st = t->mvt->create(&mc, &t->model, err))) return st;
+    t->info = t->mvt->info(t->model);
+    tf_info("model: %s, %d layers, hidden %d, %s", t->info->source, t->info->num_layers,
+            t->info->hidden_size, t->info->task == TF_TASK_CLASSIFICATION ? "classification" : "question-answering");
+
+    tf_dataset_open_args dop = {sizeof dop, tf_config_section(cfg, "data"), t->info->task, t->info->num_labels,
+                                t->info->vocab_file, t->info->do_lower_case, t->info->max_position_embeddings,
+                                t->info->vocab_size, (uint64_t)a->seed, a->output_dir, 0};
+    if ((st = t->dvt->open(&dop, &t->ds, err))) return st;
+
+    int seq = t->dvt->seq_len(t->ds, TF_SPLIT_TRAIN), eseq = t->dvt->seq_len(t->ds, TF_SPLIT_EVAL);
+    t->seq_cap = seq > eseq ? seq : eseq;
+    t->rows_cap = (int)(a->per_device_train_batch_size > a->per_device_eval_batch_size
+                            ? a->per_device_train_batch_size
+                            : a->per_device_eval_batch_size);
+    if ((st = t->mvt->reserve(t->model, t->rows_cap, t->seq_cap, err))) return st;
+    if ((st = alloc_batches(t, err))) return st;
+
+    t->mvt->buffers(t->model, &t->buf);
+    size_t mb = t->buf.n * sizeof(float);
+    if ((st = t->bvt->alloc(t->be, mb, TF_MEM_DEVICE, (void **)&t->exp_avg, err))) return st;
+    if ((st = t->bvt->alloc(t->be, mb, TF_MEM_DEVICE, (void **)&t->exp_avg_sq, err))) return st;
+    if ((st = t->bvt->alloc(t->be, 4 * sizeof(float), TF_MEM_DEVICE, (void **)&t->dev_scalars, err))) return st;
+    if ((st = t->bvt->alloc(t->be, sizeof(int32_t), TF_MEM_DEVICE, (void **)&t->dev_flag, err))) return st;
+    if ((st = t->bvt->memset(t->be, t->exp_avg, 0, mb, NULL))) return tf_error_set(err, st, "memset failed");
+    if ((st = t->bvt->memset(t->be, t->exp_avg_sq, 0, mb, NULL))) return tf_error_set(err, st, "memset failed");
+    if ((st = make_segments(t, err))) return st;
+    if ((st = t->mvt->zero_grad(t->model, err))) return st;
+    return TF_OK;
+}
+
+void tf_trainer_teardown(tf_trainer *t)
+{
+    if (t->log) fclose(t->log);
+    if (t->be) {
+        if (t->exp_avg) t->bvt->free(t->be, t->exp_avg, TF_MEM_DEVICE);
+        if (t->exp_avg_sq) t->bvt->free(t->be, t->exp_avg_sq, TF_MEM_DEVICE);
+        if (t->dev_scalars) t->bvt->free(t->be, t->dev_scalars, TF_MEM_DEVICE);
+        if (t->dev_flag) t->bvt->free(t->be, t->dev_flag, TF_MEM_DEVICE);
+        if (t->dev_block) t->bvt->free(t->be, t->dev_block, TF_MEM_DEVICE);
+    }
+    free(t->host.feature_index); /* the start of the host block */
+    if (t->ds) t->dvt->close(t->ds);
+    if (t->model) t->mvt->destroy(t->model);
+    if (t->prec) t->pvt->destroy(t->prec);
+    if (t->be) t->bvt->close(t->be);
+    free(t->segs);
+    free(t->output_dir);
+}
+
+/* --- one optimizer step ------------------------------------------------------ */
+
+/* Gradient norm of the (unscaled, reduced) gradients; clip to max_norm as
+ * torch.nn.utils.clip_grad_norm_ (coef = max_norm / (norm + 1e-6), at most 1). */
+static tf_status clip_gradients(tf_trainer *t, double *norm_out, tf_error *err)
+{
+    tf_status st = t->bvt->sum_squares(t->be, NULL, t->buf.grads, t->buf.n, t->dev_scalars, err);
+    float sq = 0;
+    if (!st) st = t->bvt->memcpy(t->be, &sq, t->dev_scalars, sizeof sq, TF_COPY_DEVICE_TO_HOST, NULL);
+    if (!st) st = t->bvt->stream_sync(t->be, NULL, err);
+    if (st) return st;
+    double norm = sqrt((double)sq);
+    *norm_out = norm;
+    double max_norm = t->args->max_grad_norm;
+    if (max_norm > 0 && isfinite(norm)) {
+        double coef = max_norm / (norm + 1e-6);
+        if (coef < 1.0) return t->bvt->scale(t->be, NULL, t->buf.grads, t->buf.n, (float)coef, TF_DTYPE_F32, err);
+    }
+    return TF_OK;
+}
+
+/* Run forward + backward on the rows the sampler gives; add to the step's loss. */
+static tf_status micro_batch(tf_trainer *t, tf_sampler *s, size_t first, size_t n, double *loss_sum,
+                             float loss_scale, tf_error *err)
+{
+    size_t idx[4096];
+    if (n > sizeof idx / sizeof idx[0]) return tf_error_set(err, TF_ERR_CONFIG, "batch of %zu rows is too large", n);
+    double t0 = tf_now();
+    tf_sampler_rows(s, first, n, idx);
+    tf_status st = t->dvt->fill_batch(t->ds, TF_SPLIT_TRAIN, idx, n, &t->host, err);
+    if (!st) st = tf_trainer_upload(t, err);
+    if (st) return st;
+    double t1 = tf_now();
+    t->phase[TF_PHASE_DATA] += t1 - t0;
+    t->mvt->set_step(t->model, (uint64_t)t->micro_step);
+    tf_model_output out;
+    if ((st = t->mvt->forward(t->model, &t->dev, true, &out, err))) return st;
+    double t2 = tf_now();
+    t->phase[TF_PHASE_FORWARD] += t2 - t1;
+    if (!isfinite(out.loss))
+        return tf_error_set(err, TF_ERR_RUNTIME, "step %lld: the training loss is %s; stopping",
+                            (long long)t->global_step + 1, isnan(out.loss) ? "nan" : "inf");
+    *loss_sum += out.loss;
+    /* Trainer divides the loss by gradient_accumulation_steps before backward */
+    if ((st = t->mvt->backward(t->model, loss_scale / (float)t->args->gradient_accumulation_steps, NULL, NULL, err)))
+        return st;
+    t->phase[TF_PHASE_BACKWARD] += tf_now() - t2;
+    t->micro_step++;
+    return TF_OK;
+}
+
+static tf_status optimizer_step(tf_trainer *t, const tf_lr_schedule *lrs, double *lr_used, double *norm,
+                                bool *skipped, tf_error *err)
+{
+    double t0 = tf_now();
+    bool found_inf = false;
+    tf_status st = t->pvt->unscale_and_check(t->prec, t->bvt, t->be, t->buf.grads, t->buf.n, t->dev_flag,
+                                             &found_inf, err);
+    if (st) return st;
+    *skipped = t->pvt->update(t->prec, found_inf);
+    *norm = NAN;
+    *lr_used = tf_lr_at(lrs, t->global_step);
+    if (!*skipped) {
+        if ((st = clip_gradients(t, norm, err))) return st;
+        tf_adamw_hyper h = {(float)*lr_used, (float)t->args->adam_beta1, (float)t->args->adam_beta2,
+                            (float)t->args->adam_epsilon, t->global_step + 1 - t->skipped_steps, 1.0f};
+        if ((st = t->bvt->adamw(t->be, NULL, t->buf.params, t->buf.grads, t->exp_avg, t->exp_avg_sq, t->segs,
+                                t->nsegs, &h, err)))
+            return st;
+    } else {
+        t->skipped_steps++;
+    }
+    st = t->mvt->zero_grad(t->model, err);
+    t->phase[TF_PHASE_OPTIMIZER] += tf_now() - t0;
+    return st;
+}
+
+/* --- the run ----------------------------------------------------------------- */
+
+tf_status tf_trainer_step(tf_trainer *t, tf_sampler *s, const tf_lr_schedule *lrs, int64_t step_in_epoch,
+                          double *step_loss, double *lr, double *norm, bool *skipped, tf_error *err)
+{
+    const tf_training_args *a = t->args;
+    size_t B = (size_t)a->per_device_train_batch_size;
+    size_t rank_rows = tf_sampler_rank_rows(s);
+    int64_t accum = a->gradient_accumulation_steps;
+    int64_t batches_per_epoch = (int64_t)((rank_rows + B - 1) / B);
+    double loss_sum = 0;
+    tf_status st;
+    for (int64_t k = 0; k < accum; k++) {
+        int64_t b = step_in_epoch * accum + k;
+        if (b >= batches_per_epoch) break; /* the epoch's last, short accumulation */
+        size_t first = (size_t)b * B, n = rank_rows - first < B ? rank_rows - first : B;
+        if ((st = micro_batch(t, s, first, n, &loss_sum, t->pvt->loss_scale(t->prec), err))) return st;
+    }
+    if ((st = optimizer_step(t, lrs, lr, norm, skipped, err))) return st;
+    t->global_step++;
+    *step_loss = loss_sum / (double)accum; /* Trainer: the sum of loss/accum over micro-batches */
+    return TF_OK;
+}
+
+static bool due(tf_interval_strategy strategy, long long every, int64_t step, bool epoch_end)
+{
+    if (strategy == TF_STRATEGY_EPOCH) return epoch_end;
+    if (strategy == TF_STRATEGY_STEPS) return every > 0 && step % every == 0;
+    return false;
+}
+
+static tf_status run_loop(tf_trainer *t, tf_error *err)
+{
+    const tf_training_args *a = t->args;
+    tf_status st;
+    tf_sampler s;
+    size_t rows = t->dvt->num_rows(t->ds, TF_SPLIT_TRAIN);
+    if ((st = tf_sampler_init(&s, rows, t->rank, t->world, (uint64_t)a->seed, 1, err))) return st;
+    tf_training_plan sp;
+    if ((st = tf_training_plan_compute(a, (long long)rows, t->world, &sp, err))) goto out;
+    t->steps_per_epoch = sp.steps_per_epoch;
+    t->total_steps = sp.max_steps;
+    t->steps = sp;
+    tf_lr_schedule lrs = {a->lr_scheduler_type, a->learning_rate, sp.warmup_steps, sp.max_steps};
+
+    if ((st = tf_trainer_resume(t, err))) goto out;
+    tf_info("training: %zu rows, %lld epochs x %lld steps = %lld optimizer steps, global batch %lld",
+            rows, (long long)sp.num_train_epochs, (long long)sp.steps_per_epoch, (long long)sp.max_steps,
+            (long long)sp.total_train_batch_size);
+
+    tf_progress prog;
+    tf_progress_start(&prog, sp.max_steps, t->global_step, t->rank == 0);
+    double run_start = tf_now();
+    double log_loss = 0;
+    int64_t log_steps = 0;
+    for (int64_t epoch = t->global_step / sp.steps_per_epoch; t->global_step < sp.max_steps; epoch++) {
+        tf_sampler_set_epoch(&s, epoch);
+        int64_t step_in_epoch = t->global_step - epoch * sp.steps_per_epoch;
+        for (; step_in_epoch < sp.steps_per_epoch && t->global_step < sp.max_steps; step_in_epoch++) {
+            double lr, norm, step_loss;
+            bool skipped;
+            if ((st = tf_trainer_step(t, &s, &lrs, step_in_epoch, &step_loss, &lr, &norm, &skipped, err))) goto out;
+            t->total_loss += step_loss;
+            log_loss += step_loss;
+            log_steps++;
+            double epoch_f = (double)epoch + (double)(step_in_epoch + 1) / (double)sp.steps_per_epoch;
+            bool epoch_end = step_in_epoch + 1 == sp.steps_per_epoch;
+            tf_progress_update(&prog, t->global_step, step_loss, tf_now() - run_start,
+                               (double)t->global_step * (double)sp.total_train_batch_size);
+            if (due(a->logging_strategy, sp.logging_steps, t->global_step, epoch_end) ||
+                (a->logging_first_step && t->global_step == 1)) {
+                tf_log_step(t, &prog, log_loss / (double)log_steps, norm, tf_lr_at(&lrs, t->global_step), epoch_f);
+                log_loss = 0;
+                log_steps = 0;
+            }
+            if (due(a->eval_strategy, sp.eval_steps, t->global_step, epoch_end)) {
+                tf_progress_pause(&prog);
+                if ((st = tf_trainer_evaluate(t, epoch_f, NULL, err))) goto out;
+            }
+            if (due(a->save_strategy, sp.save_steps, t->global_step, epoch_end)) {
+                tf_progress_pause(&prog);
+                if ((st = tf_trainer_save_checkpoint(t, epoch_f, err))) goto out;
+            }
+        }
+    }
+    tf_progress_end(&prog);
+    double runtime = tf_now() - run_start;
+    double epochs_done = (double)t->global_step / (double)sp.steps_per_epoch;
+    /* Trainer's speed metrics: samples = len(dataset) * epochs, or steps * global batch under max_steps */
+    double samples = a->max_steps > 0 ? (double)sp.max_steps * (double)sp.total_train_batch_size
+                                      : (double)rows * (double)sp.num_train_epochs;
+    tf_metrics final_eval = {0};
+    bool have_eval = false;
+    if (a->eval_strategy != TF_STRATEGY_NO && t->last_eval.n > 0) {
+        final_eval = t->last_eval;
+        have_eval = true;
+    }
+    double t0 = tf_now();
+    if (t->rank == 0) {
+        if ((st = t->mvt->save(t->model, t->output_dir, err))) goto out;
+    }
+    t->phase[TF_PHASE_SAVE] += tf_now() - t0;
+    if (t->rank == 0)
+        st = tf_write_results(t, runtime, samples, (double)sp.max_steps, t->global_step ? t->total_loss / (double)t->global_step : 0,
+                              epochs_done, have_eval ? &final_eval : NULL, err);
+out:
+    tf_sampler_free(&s);
+    return st;
+}
+
+tf_status tf_train(const tf_plan *plan, int rank, int world, tf_error *err)
+{
+    tf_trainer t;
+    tf_status st = tf_trainer_setup(&t, plan, rank, world, err);
+    if (!st && rank == 0) st = tf_mkdirs(t.output_dir, err);
+    if (!st && rank == 0) st = tf_open_log(&t, err);
+    if (!st) st = run_loop(&t, err);
+    tf_trainer_teardown(&t);
+    return st;
+}

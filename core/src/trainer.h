@@ -1,0 +1,81 @@
+/* trainer.h — the training loop, written once and rank-local, as the Hugging
+ * Face Trainer runs it: epochs of optimizer steps, each the sum of
+ * gradient_accumulation_steps micro-batches; loss scaled by the precision
+ * plugin; gradients reduced by the comm plugin (when there is one), unscaled,
+ * clipped to max_grad_norm, then AdamW with the learning-rate schedule;
+ * evaluation, logging and checkpoints when due; results.json and log.jsonl in
+ * output_dir. */
+#ifndef TFCORE_TRAINER_H
+#define TFCORE_TRAINER_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "plan.h"
+#include "tfcore/backend.h"
+#include "tfcore/dataset.h"
+#include "tfcore/model.h"
+#include "tfcore/precision.h"
+
+/* Where the time of a run went, in seconds. */
+typedef enum tf_phase {
+    TF_PHASE_DATA = 0,      /* sampling, filling and copying batches */
+    TF_PHASE_FORWARD = 1,
+    TF_PHASE_BACKWARD = 2,
+    TF_PHASE_COMM = 3,      /* gradient reduction */
+    TF_PHASE_OPTIMIZER = 4, /* unscale, clip, AdamW, zero_grad */
+    TF_PHASE_EVAL = 5,
+    TF_PHASE_SAVE = 6,
+    TF_PHASE_COUNT = 7
+} tf_phase;
+
+extern const char *const tf_phase_name[TF_PHASE_COUNT];
+
+/* Everything one worker holds while it trains. */
+typedef struct tf_trainer {
+    const tf_plan *plan;
+    const tf_training_args *args;
+    int rank, world;
+
+    const tf_backend_vtable *bvt;
+    tf_backend *be;
+    const tf_precision_vtable *pvt;
+    tf_precision *prec;
+    const tf_model_vtable *mvt;
+    tf_model *model;
+    const tf_model_info *info;
+    const tf_dataset_vtable *dvt;
+    tf_dataset *ds;
+
+    tf_batch host;            /* host batch buffers, [rows_cap, seq_cap] each */
+    tf_batch dev;             /* the same in backend memory */
+    void *dev_block;          /* one allocation behind every dev array */
+    int rows_cap, seq_cap;
+
+    tf_model_buffers buf;     /* params [n], grads [n] (the model's) */
+    float *exp_avg;           /* [n] AdamW first moment (backend memory) */
+    float *exp_avg_sq;        /* [n] AdamW second moment */
+    float *dev_scalars;       /* [2] f32: loss / squared norm scratch */
+    int32_t *dev_flag;        /* [1] finite-check flag */
+    tf_adamw_segment *segs;   /* weight-decay segments over the flat buffer */
+    size_t nsegs;
+
+    int64_t steps_per_epoch;  /* optimizer steps per epoch */
+    int64_t total_steps;      /* optimizer steps of the whole run */
+    int64_t global_step;      /* optimizer steps done */
+    int64_t micro_step;       /* micro-batches done (the dropout stream position) */
+    double phase[TF_PHASE_COUNT];
+    double total_loss;        /* sum over steps of the step's mean loss (Trainer's tr_loss) */
+    int64_t skipped_steps;
+    tf_training_plan steps;   /* the step counts Trainer derives */
+    tf_metrics last_eval;     /* the latest evaluation's metrics (eval_loss first) */
+
+    FILE *log;                /* output_dir/log.jsonl */
+    char *output_dir;
+} tf_trainer;
+
+/* Train as plan says, on worker `rank` of `world`. Writes results.json,
+ * log.jsonl, checkpoints and the final model under training.output_dir. */
+tf_status tf_train(const tf_plan *plan, int rank, int world, tf_error *err);
+
+#endif

@@ -1,0 +1,92 @@
+/* trainer_eval.c — evaluation over the whole eval split, as Trainer.evaluate:
+ * eval_loss is the mean over examples of their batch's mean loss, then the
+ * dataset's metrics from every row's logits. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "trainer_internal.h"
+#include "tfcore/log.h"
+
+void tf_metrics_add(tf_metrics *m, const char *name, double value)
+{
+    if (m->n >= TF_METRICS_MAX) return;
+    snprintf(m->name[m->n], TF_METRIC_NAME_MAX, "%s", name);
+    m->value[m->n++] = value;
+}
+
+/* Logits of `rows` rows into host f32 out[rows, cols]. */
+static tf_status logits_to_host(tf_trainer *t, const tf_model_output *o, float *out, void *staging, tf_error *err)
+{
+    size_t n = (size_t)o->rows * (size_t)o->cols;
+    size_t es = tf_dtype_size(o->logits_dtype);
+    void *dst = o->logits_dtype == TF_DTYPE_F32 ? (void *)out : staging;
+    tf_status st = t->bvt->memcpy(t->be, dst, o->logits, n * es, TF_COPY_DEVICE_TO_HOST, NULL);
+    if (!st) st = t->bvt->stream_sync(t->be, NULL, err);
+    if (st) return st;
+    if (o->logits_dtype == TF_DTYPE_F16 || o->logits_dtype == TF_DTYPE_BF16) {
+        const unsigned short *h = staging;
+        for (size_t i = 0; i < n; i++)
+            out[i] = o->logits_dtype == TF_DTYPE_F16 ? tf_f16_to_f32(h[i]) : tf_bf16_to_f32(h[i]);
+    } else if (o->logits_dtype != TF_DTYPE_F32) {
+        return tf_error_set(err, TF_ERR_RUNTIME, "model logits in unsupported dtype %s", tf_dtype_name(o->logits_dtype));
+    }
+    return TF_OK;
+}
+
+tf_status tf_trainer_evaluate(tf_trainer *t, double epoch, tf_metrics *out, tf_error *err)
+{
+    double t0 = tf_now();
+    size_t rows = t->dvt->num_rows(t->ds, TF_SPLIT_EVAL);
+    if (rows == 0) return tf_error_set(err, TF_ERR_DATA, "evaluation asked for, but the dataset has no eval rows");
+    size_t B = (size_t)t->args->per_device_eval_batch_size;
+    float *logits = NULL;
+    void *staging = NULL;
+    size_t *idx = malloc(B * sizeof *idx);
+    tf_status st = idx ? TF_OK : tf_error_set(err, TF_ERR_RUNTIME, "out of memory");
+    double loss_sum = 0;
+    int cols = 0;
+    size_t batches = 0;
+    for (size_t first = 0; !st && first < rows; first += B) {
+        size_t n = rows - first < B ? rows - first : B;
+        for (size_t i = 0; i < n; i++) idx[i] = first + i;
+        if ((st = t->dvt->fill_batch(t->ds, TF_SPLIT_EVAL, idx, n, &t->host, err))) break;
+        if ((st = tf_trainer_upload(t, err))) break;
+        tf_model_output o;
+        if ((st = t->mvt->forward(t->model, &t->dev, false, &o, err))) break;
+        if (!logits) { /* once per run: [rows, cols] for the whole split */
+            cols = o.cols;
+            logits = malloc(rows * (size_t)cols * sizeof *logits);
+            staging = malloc((size_t)t->rows_cap * (size_t)cols * 4);
+            if (!logits || !staging) {
+                st = tf_error_set(err, TF_ERR_RUNTIME, "out of memory for %zu x %d eval logits", rows, cols);
+                break;
+            }
+        }
+        if ((st = logits_to_host(t, &o, logits + first * (size_t)cols, staging, err))) break;
+        loss_sum += (double)o.loss * (double)n;
+        batches++;
+    }
+    tf_metrics ds_metrics = {0};
+    if (!st) st = t->dvt->evaluate(t->ds, TF_SPLIT_EVAL, logits, rows, cols, &ds_metrics, err);
+    free(idx);
+    free(logits);
+    free(staging);
+    if (st) return st;
+    double runtime = tf_now() - t0;
+    tf_metrics m = {0};
+    tf_metrics_add(&m, "eval_loss", loss_sum / (double)rows);
+    for (int i = 0; i < ds_metrics.n; i++) {
+        char name[TF_METRIC_NAME_MAX + 8];
+        snprintf(name, sizeof name, "eval_%s", ds_metrics.name[i]);
+        tf_metrics_add(&m, name, ds_metrics.value[i]);
+    }
+    tf_metrics_add(&m, "eval_runtime", runtime);
+    tf_metrics_add(&m, "eval_samples_per_second", (double)rows / runtime);
+    tf_metrics_add(&m, "eval_steps_per_second", (double)batches / runtime);
+    tf_metrics_add(&m, "epoch", epoch);
+    t->last_eval = m;
+    if (out) *out = m;
+    t->phase[TF_PHASE_EVAL] += runtime;
+    if (t->rank == 0) tf_log_metrics(t, &m, t->global_step);
+    return TF_OK;
+}

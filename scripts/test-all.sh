@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it (.ci/run calls this):
+#   1. build in build/ and `make check` (unit tests, shell tests, and the
+#      reference tests against torch / transformers / tokenizers);
+#   2. the same unit tests built with AddressSanitizer + UBSan (build-asan/);
+#   3. every fuzz target for a short run (libFuzzer + ASan + UBSan);
+#   4. `make distcheck` (the tarball builds and passes its tests out of tree).
+# Usage: scripts/test-all.sh [--quick]   (--quick: step 1 only)
+# Environment: JOBS (default: nproc), FUZZ_SECONDS (default 15).
+set -euo pipefail
+top="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$top"
+jobs="${JOBS:-$(nproc)}"
+quick=0
+[ "${1:-}" = "--quick" ] && quick=1
+
+"$top/scripts/install-deps.sh"
+export TFCORE_PYTHON="${TFCORE_PYTHON:-$("$top/scripts/setup-python.sh" | tail -n 1)}"
+[ -x "$top/configure" ] || "$top/autogen.sh"
+
+step() { printf '\n=== %s\n' "$*"; }
+
+step "build and make check (build/)"
+mkdir -p build
+(cd build && { [ -f Makefile ] || ../configure -q; } && make -s -j"$jobs" && \
+    TFCORE_REQUIRE_REF=1 make -s -j"$jobs" check) \
+    || { cat build/test-suite.log 2>/dev/null | tail -80; exit 1; }
+[ "$quick" = 1 ] && exit 0
+
+step "unit tests under AddressSanitizer + UBSan (build-asan/)"
+mkdir -p build-asan
+san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+(cd build-asan && { [ -f Makefile ] || ../configure -q --without-cuda CFLAGS="-g -O1 $san" LDFLAGS="$san"; } && \
+    make -s -j"$jobs" && \
+    ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 TFCORE_SKIP_REF=1 make -s -j"$jobs" check) \
+    || { cat build-asan/test-suite.log 2>/dev/null | tail -80; exit 1; }
+
+step "fuzz targets, ${FUZZ_SECONDS:-15}s each"
+FUZZ_OUT="$top/build-asan/fuzz-out" "$top/scripts/fuzz.sh" "${FUZZ_SECONDS:-15}"
+
+step "make distcheck"
+(cd build && TFCORE_SKIP_REF=1 make -s -j"$jobs" distcheck DISTCHECK_CONFIGURE_FLAGS=--without-cuda) \
+    || exit 1
+echo
+echo "test-all.sh: every step passed"

@@ -1,0 +1,38 @@
+# tests/ — Check unit tests (one program per area), shell tests (*.sh),
+# reference tests against torch/transformers/tokenizers (tests/ref/*.py),
+# test plugins that exercise every loader rejection (tests/plugins/).
+#
+# A Check test program:   check_PROGRAMS += tests/test_foo
+#                         tests_test_foo_SOURCES = tests/test_foo.c
+#                         tests_test_foo_CPPFLAGS = $(TEST_CPPFLAGS)
+#                         tests_test_foo_LDADD = $(TEST_LDADD)
+#                         TESTS += tests/test_foo
+TEST_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/core/src $(CHECK_CFLAGS) \
+	$(LIBCONFIG_CFLAGS) $(JANSSON_CFLAGS) $(UTF8PROC_CFLAGS)
+TEST_LDADD = core/libtfcore.la $(CHECK_LIBS) $(JANSSON_LIBS) $(LIBCONFIG_LIBS) $(UTF8PROC_LIBS)
+
+EXTRA_DIST += tests/ref/run-python.sh tests/fuzz
+
+check_PROGRAMS += tests/test_abi tests/test_registry
+tests_test_abi_SOURCES = tests/test_abi.c
+tests_test_abi_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_test_abi_LDADD = $(TEST_LDADD)
+tests_test_registry_SOURCES = tests/test_registry.c
+tests_test_registry_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_test_registry_LDADD = $(TEST_LDADD)
+TESTS += tests/test_abi tests/test_registry
+EXTRA_DIST += tests/plugins/test_plugin.c
+TESTS += tests/test_plugin_template.sh
+EXTRA_DIST += tests/test_plugin_template.sh
+
+check_PROGRAMS += tests/test_schedule
+tests_test_schedule_SOURCES = tests/test_schedule.c
+tests_test_schedule_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_test_schedule_LDADD = $(TEST_LDADD) -lm
+TESTS += tests/test_schedule
+TESTS += tests/test_cli.sh
+EXTRA_DIST += tests/test_cli.sh
+TESTS += tests/ref/trainer_vs_torch.py
+EXTRA_DIST += tests/ref/trainer_vs_torch.py
+TESTS += tests/test_train.sh
+EXTRA_DIST += tests/test_train.sh

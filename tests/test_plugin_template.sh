@@ -1,0 +1,33 @@
+#!/bin/sh
+# Install tfcore into a DESTDIR, build examples/plugin-template against that
+# install with pkg-config exactly as its README says, and check the installed
+# tfcore loads it through TFCORE_PLUGIN_PATH.
+set -eu
+: "${top_builddir:?}" "${top_srcdir:?}"
+tmp=$(mktemp -d /tmp/tfcore-template-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+
+make -s -C "$top_builddir" install DESTDIR="$tmp/root" >"$tmp/install.log" 2>&1 \
+    || { cat "$tmp/install.log"; echo "FAIL: make install DESTDIR failed"; exit 1; }
+prefix=$(sed -n 's/^prefix=//p' "$top_builddir/core/tfcore.pc")
+libdir=$(sed -n 's/^libdir=//p' "$top_builddir/core/tfcore.pc" | sed "s|\${exec_prefix}|$prefix|; s|\${prefix}|$prefix|")
+root="$tmp/root"
+pcdir="$root$libdir/pkgconfig"
+[ -f "$pcdir/tfcore.pc" ] || { echo "FAIL: tfcore.pc not installed in $pcdir"; exit 1; }
+for h in tfcore.h plugin.h config.h backend.h model.h dataset.h comm.h precision.h; do
+    [ -f "$root$prefix/include/tfcore/$h" ] || { echo "FAIL: header $h not installed"; exit 1; }
+done
+
+# Build the example out of tree, against the DESTDIR install only.
+cp "$top_srcdir/examples/plugin-template/fixed_scale.c" "$top_srcdir/examples/plugin-template/Makefile" "$tmp/"
+PKG_CONFIG_PATH="$pcdir" PKG_CONFIG_SYSROOT_DIR="$root" \
+    make -s -C "$tmp" PKG_CONFIG="pkg-config --define-prefix" >"$tmp/build.log" 2>&1 \
+    || { cat "$tmp/build.log"; echo "FAIL: the example plugin did not build against the install"; exit 1; }
+[ -f "$tmp/tfcore-precision-fixed-scale.so" ] || { echo "FAIL: no .so built"; exit 1; }
+
+# The installed tfcore finds and accepts it.
+out=$(LD_LIBRARY_PATH="$root$libdir" TFCORE_PLUGIN_PATH="$tmp" "$root$prefix/bin/tfcore" plugins --json)
+echo "$out" | grep -q '"name": "fixed-scale"' || { echo "$out"; echo "FAIL: fixed-scale not listed"; exit 1; }
+echo "$out" | grep -q '"usable": true' || { echo "$out"; echo "FAIL: fixed-scale not usable"; exit 1; }
+if echo "$out" | grep -q 'fixed-scale.so:'; then echo "$out"; echo "FAIL: fixed-scale rejected"; exit 1; fi
+echo "PASS: example plugin built against a DESTDIR install with pkg-config and loaded"
