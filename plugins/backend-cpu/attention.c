@@ -1,0 +1,279 @@
+/* attention.c — backend-cpu multi-head self-attention over a fused QKV
+ * buffer, forward and backward, with the math of Hugging Face's eager
+ * BertSelfAttention:
+ *   scores = (q kᵀ) * scale + (1 - mask) * (-FLT_MAX)     (finfo.min, not -inf)
+ *   probs  = softmax(scores)        (max subtracted; a fully masked row is uniform)
+ *   out    = dropout(probs) v
+ *
+ * Work is split over (batch, head) pairs, one pair per task; within a pair,
+ * query rows go in blocks that fit the thread's scratch (all S rows at once
+ * for S <= 512), through single-threaded OpenBLAS sgemm calls.
+ *
+ * Layouts (H = heads * head_dim, S = seq):
+ *   qkv, dqkv  [B, S, 3, heads, head_dim]   row stride 3H
+ *   out, dout  [B, S, heads, head_dim]      row stride H
+ *   mask       [B, S] int32 (NULL = attend everywhere)
+ *   save       probs [B, heads, S, S] f32, then keep [B, heads, S, S] u8
+ * The dropout mask of element (b, h, i, j) is Philox element
+ * ((b * heads + h) * S + i) * S + j of stream (seed, offset): cpu_random.h. */
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+
+#include "cpu.h"
+#include "cpu_math.h"
+#include "cpu_random.h"
+
+static bool probs_count(const tf_attention_desc *d, size_t *out)
+{
+    size_t n = (size_t)d->batch;
+    return !__builtin_mul_overflow(n, (size_t)d->heads, &n) &&
+           !__builtin_mul_overflow(n, (size_t)d->seq, &n) &&
+           !__builtin_mul_overflow(n, (size_t)d->seq, &n) && (*out = n, true);
+}
+
+size_t cpu_attention_save_bytes(tf_backend *be, const tf_attention_desc *d)
+{
+    (void)be;
+    size_t n, bytes;
+    if (!d || d->batch < 1 || d->seq < 1 || d->heads < 1 || d->head_dim < 1) return 0;
+    if (!probs_count(d, &n) || __builtin_mul_overflow(n, sizeof(float) + 1, &bytes) ||
+        bytes > SIZE_MAX - CPU_ALIGN)
+        return SIZE_MAX; /* alloc then fails with a message saying how much */
+    /* the keep mask is always part of it, so one size serves train and eval */
+    return (bytes + CPU_ALIGN - 1) / CPU_ALIGN * CPU_ALIGN;
+}
+
+static tf_status check_desc(tf_error *err, const char *op, const tf_attention_desc *d)
+{
+    tf_status st;
+    if ((st = cpu_need(err, op, "desc", d)) || (st = cpu_need_min(err, op, "batch", d->batch, 1)) ||
+        (st = cpu_need_min(err, op, "seq", d->seq, 1)) ||
+        (st = cpu_need_min(err, op, "heads", d->heads, 1)) ||
+        (st = cpu_need_min(err, op, "head_dim", d->head_dim, 1)) ||
+        (st = cpu_need_f32(err, op, "qkv", d->dtype)))
+        return st;
+    if (d->mode != TF_MATMUL_FP32)
+        return cpu_fail(err, TF_ERR_PLUGIN, op,
+                        "matmul mode %d is not supported (backend-cpu computes strict fp32 only)",
+                        (int)d->mode);
+    if (!isfinite(d->scale))
+        return cpu_fail(err, TF_ERR_RUNTIME, op, "scale must be finite, got %g", (double)d->scale);
+    if (!(d->dropout >= 0.0f && d->dropout < 1.0f))
+        return cpu_fail(err, TF_ERR_RUNTIME, op, "dropout must be in [0, 1), got %g",
+                        (double)d->dropout);
+    if ((long long)d->heads * d->head_dim > INT_MAX / 3)
+        return cpu_fail(err, TF_ERR_RUNTIME, op, "heads * head_dim = %lld is too large",
+                        (long long)d->heads * d->head_dim);
+    if ((size_t)d->seq > CPU_SCRATCH_FLOATS)
+        return cpu_fail(err, TF_ERR_RUNTIME, op,
+                        "seq %d is longer than backend-cpu's attention supports (%zu)", d->seq,
+                        CPU_SCRATCH_FLOATS);
+    size_t n;
+    if (!probs_count(d, &n))
+        return cpu_fail(err, TF_ERR_RUNTIME, op, "batch * heads * seq * seq overflows");
+    return TF_OK;
+}
+
+/* scores row += mask bias; then softmax in place. */
+CPU_CLONES
+static void softmax_row(float *x, int n, const int32_t *mask)
+{
+    float mx = -INFINITY;
+    if (mask) {
+#pragma omp simd
+        for (int j = 0; j < n; j++) x[j] = x[j] + (1.0f - (float)mask[j]) * -FLT_MAX;
+    }
+#pragma omp simd reduction(max : mx)
+    for (int j = 0; j < n; j++) mx = x[j] > mx ? x[j] : mx;
+    double sum = 0.0;
+#pragma omp simd reduction(+ : sum)
+    for (int j = 0; j < n; j++) {
+        float e = cpu_expf(x[j] - mx);
+        x[j] = e;
+        sum += (double)e;
+    }
+    float inv = (float)(1.0 / sum);
+#pragma omp simd
+    for (int j = 0; j < n; j++) x[j] *= inv;
+}
+
+CPU_CLONES
+static void dropout_apply(const float *p, const uint8_t *keep, float *out, size_t n, float scale)
+{
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) out[i] = p[i] * (keep[i] ? scale : 0.0f);
+}
+
+/* ds = d(loss)/d(scores) from dpd = d(loss)/d(dropped probs), in place:
+ * dp = dpd * keep * scale; ds = p * (dp - sum(dp * p)). */
+CPU_CLONES
+static void softmax_bwd_row(float *ds, const float *p, const uint8_t *keep, float scale, int n)
+{
+    if (keep) {
+#pragma omp simd
+        for (int j = 0; j < n; j++) ds[j] = ds[j] * (keep[j] ? scale : 0.0f);
+    }
+    double dot = 0.0;
+#pragma omp simd reduction(+ : dot)
+    for (int j = 0; j < n; j++) dot += (double)ds[j] * (double)p[j];
+    float fd = (float)dot;
+#pragma omp simd
+    for (int j = 0; j < n; j++) ds[j] = p[j] * (ds[j] - fd);
+}
+
+typedef struct attn_ctx {
+    const tf_attention_desc *d;
+    const float *qkv;
+    const int32_t *mask;
+    float *probs;       /* [B, heads, S, S] or NULL (eval without save) */
+    uint8_t *keep;      /* [B, heads, S, S] or NULL (no dropout) */
+    float drop_scale;   /* 1 / (1 - p), rounded to float as torch does */
+    int rows_per_block; /* query rows per scratch block */
+} attn_ctx;
+
+static void attention_fwd_head(const attn_ctx *c, int bh, float *out, float *scratch)
+{
+    const tf_attention_desc *d = c->d;
+    int S = d->seq, hd = d->head_dim, H = d->heads * hd, b = bh / d->heads, h = bh % d->heads;
+    int64_t ld3 = 3 * (int64_t)H;
+    const float *q = c->qkv + (size_t)b * S * ld3 + (size_t)h * hd;
+    const float *k = q + H, *v = q + 2 * H;
+    float *o = out + (size_t)b * S * H + (size_t)h * hd;
+    const int32_t *mrow = c->mask ? c->mask + (size_t)b * S : NULL;
+    size_t SS = (size_t)S * S;
+    float *ph = c->probs ? c->probs + (size_t)bh * SS : NULL;
+    uint8_t *kh = c->keep ? c->keep + (size_t)bh * SS : NULL;
+    for (int r0 = 0; r0 < S; r0 += c->rows_per_block) {
+        int rb = S - r0 < c->rows_per_block ? S - r0 : c->rows_per_block;
+        float *pb = ph ? ph + (size_t)r0 * S : scratch;
+        cpu_sgemm(false, true, rb, S, hd, d->scale, q + r0 * ld3, ld3, k, ld3, 0.0f, pb, S);
+        for (int i = 0; i < rb; i++) softmax_row(pb + (size_t)i * S, S, mrow);
+        const float *pv = pb;
+        if (kh) { /* training with dropout: probs are saved, the scratch is free */
+            uint8_t *kb = kh + (size_t)r0 * S;
+            cpu_dropout_mask(d->seed, d->offset, ((uint64_t)bh * S + (uint64_t)r0) * S,
+                             (size_t)rb * S, d->dropout, kb);
+            dropout_apply(pb, kb, scratch, (size_t)rb * S, c->drop_scale);
+            pv = scratch;
+        }
+        cpu_sgemm(false, false, rb, hd, S, 1.0f, pv, S, v, ld3, 0.0f, o + (size_t)r0 * H, H);
+    }
+}
+
+static int rows_per_block(int seq)
+{
+    size_t r = CPU_SCRATCH_FLOATS / (size_t)seq;
+    return r >= (size_t)seq ? seq : (int)r;
+}
+
+tf_status cpu_attention_fwd(tf_backend *be, tf_stream *s, const tf_attention_desc *d,
+                            const void *qkv, const int32_t *mask, void *out, void *save,
+                            bool train, tf_error *err)
+{
+    (void)s;
+    const char *op = "attention_fwd";
+    tf_status st;
+    if ((st = cpu_need(err, op, "backend", be)) || (st = check_desc(err, op, d)) ||
+        (st = cpu_need(err, op, "qkv", qkv)) || (st = cpu_need(err, op, "out", out)))
+        return st;
+    if (train && !save)
+        return cpu_fail(err, TF_ERR_RUNTIME, op,
+                        "save is NULL in training (backward needs attention_save_bytes of it)");
+    size_t n = 0;
+    probs_count(d, &n); /* checked not to overflow by check_desc */
+    attn_ctx c = {
+        .d = d,
+        .qkv = qkv,
+        .mask = mask,
+        .probs = save,
+        .keep = save && train && d->dropout > 0.0f ? (uint8_t *)((float *)save + n) : NULL,
+        .drop_scale = 1.0f / (1.0f - d->dropout),
+        .rows_per_block = rows_per_block(d->seq),
+    };
+    int tasks = d->batch * d->heads;
+    pthread_mutex_lock(&be->scratch_lock);
+    CPU_PARALLEL_IF(be, be->threads > 1 && tasks > 1)
+    {
+        float *scratch = be->scratch + (size_t)cpu_thread_id() * CPU_SCRATCH_FLOATS;
+        CPU_FOR_STATIC
+        for (int bh = 0; bh < tasks; bh++) attention_fwd_head(&c, bh, out, scratch);
+    }
+    pthread_mutex_unlock(&be->scratch_lock);
+    return TF_OK;
+}
+
+static void attention_bwd_head(const attn_ctx *c, int bh, const float *dout, float *dqkv,
+                               float *scratch)
+{
+    const tf_attention_desc *d = c->d;
+    int S = d->seq, hd = d->head_dim, H = d->heads * hd, b = bh / d->heads, h = bh % d->heads;
+    int64_t ld3 = 3 * (int64_t)H;
+    size_t head_off = (size_t)b * S * ld3 + (size_t)h * hd;
+    const float *q = c->qkv + head_off, *k = q + H, *v = q + 2 * H;
+    float *dq = dqkv + head_off, *dk = dq + H, *dv = dq + 2 * H;
+    const float *dO = dout + (size_t)b * S * H + (size_t)h * hd;
+    size_t SS = (size_t)S * S;
+    const float *ph = c->probs + (size_t)bh * SS;
+    const uint8_t *kh = c->keep ? c->keep + (size_t)bh * SS : NULL;
+    for (int r0 = 0; r0 < S; r0 += c->rows_per_block) {
+        int rb = S - r0 < c->rows_per_block ? S - r0 : c->rows_per_block;
+        float beta = r0 == 0 ? 0.0f : 1.0f; /* dk, dv: first block writes, the rest add */
+        const float *pb = ph + (size_t)r0 * S;
+        const uint8_t *kb = kh ? kh + (size_t)r0 * S : NULL;
+        const float *dob = dO + (size_t)r0 * H;
+        /* dv += dropped_probs_blockᵀ dout_block */
+        const float *pd = pb;
+        if (kb) {
+            dropout_apply(pb, kb, scratch, (size_t)rb * S, c->drop_scale);
+            pd = scratch;
+        }
+        cpu_sgemm(true, false, S, hd, rb, 1.0f, pd, S, dob, H, beta, dv, ld3);
+        /* d(dropped probs) = dout_block vᵀ, then d(scores) in place */
+        cpu_sgemm(false, true, rb, S, hd, 1.0f, dob, H, v, ld3, 0.0f, scratch, S);
+        for (int i = 0; i < rb; i++)
+            softmax_bwd_row(scratch + (size_t)i * S, pb + (size_t)i * S,
+                            kb ? kb + (size_t)i * S : NULL, c->drop_scale, S);
+        /* dq_block = scale * dscores k;  dk += scale * dscoresᵀ q_block */
+        cpu_sgemm(false, false, rb, hd, S, d->scale, scratch, S, k, ld3, 0.0f, dq + r0 * ld3,
+                  ld3);
+        cpu_sgemm(true, false, S, hd, rb, d->scale, scratch, S, q + r0 * ld3, ld3, beta, dk,
+                  ld3);
+    }
+}
+
+tf_status cpu_attention_bwd(tf_backend *be, tf_stream *s, const tf_attention_desc *d,
+                            const void *qkv, const int32_t *mask, const void *out,
+                            const void *save, const void *dout, void *dqkv, tf_error *err)
+{
+    (void)s;
+    (void)mask; /* its effect is in the saved probabilities */
+    (void)out;
+    const char *op = "attention_bwd";
+    tf_status st;
+    if ((st = cpu_need(err, op, "backend", be)) || (st = check_desc(err, op, d)) ||
+        (st = cpu_need(err, op, "qkv", qkv)) || (st = cpu_need(err, op, "save", save)) ||
+        (st = cpu_need(err, op, "dout", dout)) || (st = cpu_need(err, op, "dqkv", dqkv)))
+        return st;
+    size_t n = 0;
+    probs_count(d, &n); /* checked not to overflow by check_desc */
+    attn_ctx c = {
+        .d = d,
+        .qkv = qkv,
+        .mask = mask,
+        .probs = (float *)save,
+        .keep = d->dropout > 0.0f ? (uint8_t *)((const float *)save + n) : NULL,
+        .drop_scale = 1.0f / (1.0f - d->dropout),
+        .rows_per_block = rows_per_block(d->seq),
+    };
+    int tasks = d->batch * d->heads;
+    pthread_mutex_lock(&be->scratch_lock);
+    CPU_PARALLEL_IF(be, be->threads > 1 && tasks > 1)
+    {
+        float *scratch = be->scratch + (size_t)cpu_thread_id() * CPU_SCRATCH_FLOATS;
+        CPU_FOR_STATIC
+        for (int bh = 0; bh < tasks; bh++) attention_bwd_head(&c, bh, dout, dqkv, scratch);
+    }
+    pthread_mutex_unlock(&be->scratch_lock);
+    return TF_OK;
+}

@@ -1,0 +1,248 @@
+/* backend.c — backend-cpu: the plugin descriptor, the vtable, opening and
+ * closing the device (the host), what it supports and what it is called.
+ *
+ * Config ("backend" section), keys this plugin reads:
+ *   threads  int >= 0, default 0: size of the thread team every op uses;
+ *            0 = as many as OpenMP would use (OMP_NUM_THREADS, else every
+ *            core this process may run on).
+ * open_args.threads > 0 overrides the config (the core splitting the cores
+ * between ranks that run as threads of one process).
+ */
+#include <cblas.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+
+#include "cpu.h"
+#include "tfcore/log.h"
+#include "tfcore/plugin.h"
+
+#define CPU_MAX_THREADS 1024
+
+tf_status cpu_fail(tf_error *err, tf_status code, const char *op, const char *fmt, ...)
+{
+    char what[TF_ERROR_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    return tf_error_set(err, code, "backend-cpu: %s: %s", op, what);
+}
+
+tf_status cpu_need(tf_error *err, const char *op, const char *name, const void *p)
+{
+    return p ? TF_OK : cpu_fail(err, TF_ERR_RUNTIME, op, "%s is NULL", name);
+}
+
+tf_status cpu_need_f32(tf_error *err, const char *op, const char *name, tf_dtype dt)
+{
+    if (dt == TF_DTYPE_F32) return TF_OK;
+    const char *dn = tf_dtype_name(dt);
+    if (dn)
+        return cpu_fail(err, TF_ERR_PLUGIN, op,
+                        "%s dtype %s is not supported (backend-cpu computes in F32 only)", name,
+                        dn);
+    return cpu_fail(err, TF_ERR_PLUGIN, op, "%s dtype %d is not a tf_dtype", name, (int)dt);
+}
+
+tf_status cpu_need_min(tf_error *err, const char *op, const char *name, long long v,
+                       long long lo)
+{
+    if (v >= lo) return TF_OK;
+    return cpu_fail(err, TF_ERR_RUNTIME, op, "%s must be >= %lld, got %lld", name, lo, v);
+}
+
+/* The one key of the "backend" section this plugin owns (`plugin` is the core's). */
+static tf_status read_threads(tf_section *section, long long *threads, tf_error *err)
+{
+    *threads = 0;
+    if (!section) return TF_OK;
+    return tf_cfg_int(section, "threads", 0, 0, CPU_MAX_THREADS, threads, err);
+}
+
+tf_status cpu_check_config(tf_section *section, tf_error *err)
+{
+    long long threads;
+    return read_threads(section, &threads, err);
+}
+
+static int default_threads(void)
+{
+#ifdef _OPENMP
+    int n = omp_get_max_threads();
+#else
+    int n = 1;
+#endif
+    return n < 1 ? 1 : n > CPU_MAX_THREADS ? CPU_MAX_THREADS : n;
+}
+
+/* OpenBLAS's thread count is process-wide: set it once. With OpenMP the
+ * backend splits each GEMM over its own team and OpenBLAS runs single-threaded
+ * inside it; without OpenMP OpenBLAS threads the GEMMs itself. */
+static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
+static int blas_threads_wanted = 1;
+static void set_blas_threads(void) { openblas_set_num_threads(blas_threads_wanted); }
+
+/* "x86_64 AMD EPYC, 2 threads, OpenBLAS 0.3.21 (Cooperlake kernels)" */
+static void describe(tf_backend *be)
+{
+    struct utsname un;
+    const char *arch = uname(&un) == 0 ? un.machine : "host";
+    char model[96] = "";
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (f) {
+        char line[256];
+        while (fgets(line, sizeof line, f)) {
+            if (strncmp(line, "model name", 10) != 0) continue;
+            const char *v = strchr(line, ':');
+            if (!v) break;
+            v++;
+            while (*v == ' ' || *v == '\t') v++;
+            snprintf(model, sizeof model, " %s", v);
+            model[strcspn(model, "\n")] = '\0';
+            break;
+        }
+        fclose(f);
+    }
+    /* openblas_get_config(): "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH ... Cooperlake ..." */
+    char blas[64] = "OpenBLAS";
+    const char *cfg = openblas_get_config();
+    if (cfg) {
+        const char *sp = strchr(cfg, ' ');
+        if (sp) sp = strchr(sp + 1, ' ');
+        size_t len = sp ? (size_t)(sp - cfg) : strlen(cfg);
+        if (len >= sizeof blas) len = sizeof blas - 1;
+        memcpy(blas, cfg, len);
+        blas[len] = '\0';
+    }
+    const char *core = openblas_get_corename();
+    snprintf(be->name, sizeof be->name, "%s%s, %d thread%s, %s (%s kernels)", arch, model,
+             be->threads, be->threads == 1 ? "" : "s", blas, core ? core : "unknown");
+}
+
+tf_status cpu_open(const tf_backend_open_args *args, tf_backend **out, tf_error *err)
+{
+    if (cpu_need(err, "open", "args", args) || cpu_need(err, "open", "out", out))
+        return TF_ERR_RUNTIME;
+    *out = NULL;
+    if (args->size < sizeof(tf_backend_open_args))
+        return cpu_fail(err, TF_ERR_PLUGIN, "open",
+                        "open_args.size is %u, expected at least %zu (core built against an "
+                        "older backend.h?)",
+                        args->size, sizeof(tf_backend_open_args));
+    if (args->device < 0)
+        return cpu_fail(err, TF_ERR_RUNTIME, "open",
+                        "device must be >= 0 (every index names the host), got %d",
+                        args->device);
+    if (args->threads < 0 || args->threads > CPU_MAX_THREADS)
+        return cpu_fail(err, TF_ERR_RUNTIME, "open", "threads must be in [0, %d], got %d",
+                        CPU_MAX_THREADS, args->threads);
+    long long cfg_threads;
+    tf_status st = read_threads(args->section, &cfg_threads, err);
+    if (st) return st;
+
+    tf_backend *be = calloc(1, sizeof *be);
+    if (!be) return cpu_fail(err, TF_ERR_RUNTIME, "open", "out of memory (%zu bytes)", sizeof *be);
+    be->threads = args->threads > 0 ? args->threads
+                  : cfg_threads > 0 ? (int)cfg_threads
+                                    : default_threads();
+    be->seed = args->seed;
+    atomic_init(&be->current, 0);
+    atomic_init(&be->peak, 0);
+    size_t scratch_bytes = (size_t)be->threads * CPU_SCRATCH_FLOATS * sizeof(float);
+    be->scratch = aligned_alloc(CPU_ALIGN, scratch_bytes);
+    if (!be->scratch) {
+        int threads = be->threads;
+        free(be);
+        return cpu_fail(err, TF_ERR_RUNTIME, "open",
+                        "out of memory allocating %zu bytes of scratch (%d threads)",
+                        scratch_bytes, threads);
+    }
+    pthread_mutex_init(&be->scratch_lock, NULL);
+#ifdef _OPENMP
+    blas_threads_wanted = 1;
+#else
+    blas_threads_wanted = be->threads;
+#endif
+    pthread_once(&blas_once, set_blas_threads);
+    describe(be);
+    tf_debug("backend-cpu: opened %s", be->name);
+    *out = be;
+    return TF_OK;
+}
+
+void cpu_close(tf_backend *be)
+{
+    if (!be) return;
+    size_t held = atomic_load(&be->current);
+    if (held)
+        tf_warn("backend-cpu: closed with %zu bytes still allocated (peak %zu)", held,
+                atomic_load(&be->peak));
+    pthread_mutex_destroy(&be->scratch_lock);
+    free(be->scratch);
+    free(be);
+}
+
+bool cpu_supports(tf_backend *be, tf_matmul_mode mode, tf_dtype act_dtype)
+{
+    (void)be;
+    return mode == TF_MATMUL_FP32 && act_dtype == TF_DTYPE_F32;
+}
+
+const char *cpu_device_name(tf_backend *be) { return be ? be->name : "backend-cpu (not open)"; }
+
+static int cpu_probe(char *why, size_t n)
+{
+    (void)why;
+    (void)n;
+    return 1; /* the host is always there; OpenBLAS picks its kernels at load time */
+}
+
+static const tf_backend_vtable cpu_vtable = {
+    .size = TF_VTABLE_SIZE(tf_backend_vtable),
+    .check_config = cpu_check_config,
+    .open = cpu_open,
+    .close = cpu_close,
+    .supports = cpu_supports,
+    .mem_info = cpu_mem_info,
+    .device_name = cpu_device_name,
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .memcpy = cpu_memcpy,
+    .memset = cpu_memset,
+    .stream_create = cpu_stream_create,
+    .stream_destroy = cpu_stream_destroy,
+    .stream_sync = cpu_stream_sync,
+    .event_create = cpu_event_create,
+    .event_destroy = cpu_event_destroy,
+    .event_record = cpu_event_record,
+    .stream_wait_event = cpu_stream_wait_event,
+    .event_sync = cpu_event_sync,
+    .gemm = cpu_gemm,
+    .sum_rows = cpu_sum_rows,
+    .layernorm_fwd = cpu_layernorm_fwd,
+    .layernorm_bwd = cpu_layernorm_bwd,
+    .attention_save_bytes = cpu_attention_save_bytes,
+    .attention_fwd = cpu_attention_fwd,
+    .attention_bwd = cpu_attention_bwd,
+    .gelu_fwd = cpu_gelu_fwd,
+    .gelu_bwd = cpu_gelu_bwd,
+    .tanh_fwd = cpu_tanh_fwd,
+    .tanh_bwd = cpu_tanh_bwd,
+    .dropout_fwd = cpu_dropout_fwd,
+    .dropout_bwd = cpu_dropout_bwd,
+    .add = cpu_add,
+    .scale = cpu_scale,
+    .cast = cpu_cast,
+    .embedding_fwd = cpu_embedding_fwd,
+    .embedding_bwd = cpu_embedding_bwd,
+    .cross_entropy = cpu_cross_entropy,
+    .adamw = cpu_adamw,
+    .sum_squares = cpu_sum_squares,
+    .finite_check = cpu_finite_check,
+};
+
+TF_PLUGIN_DEFINE(TF_KIND_BACKEND, CPU_PLUGIN_NAME, CPU_PLUGIN_VERSION,
+                 "fp32 compute on the host: OpenBLAS GEMMs, OpenMP ops", cpu_probe, &cpu_vtable)

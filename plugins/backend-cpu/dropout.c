@@ -1,0 +1,76 @@
+/* dropout.c — backend-cpu inverted dropout, as torch's: y = x * (keep / (1-p))
+ * with keep drawn by the Philox recipe of cpu_random.h (a pure function of
+ * seed, offset and element index, so any thread count gives the same mask).
+ * The scale 1/(1-p) is rounded to float once, as torch does; a dropped
+ * element is x * 0 (so an inf or NaN input still shows as NaN).
+ * y may alias x; dx may alias dy. */
+#include <math.h>
+
+#include "cpu.h"
+#include "cpu_random.h"
+
+CPU_CLONES
+static void apply_mask(const float *x, const uint8_t *keep, float *y, size_t n, float scale)
+{
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) y[i] = x[i] * (keep[i] ? scale : 0.0f);
+}
+
+static tf_status check_p(tf_error *err, const char *op, float p)
+{
+    if (p >= 0.0f && p <= 1.0f) return TF_OK;
+    return cpu_fail(err, TF_ERR_RUNTIME, op, "p must be in [0, 1], got %g", (double)p);
+}
+
+/* Elements per piece: a multiple of 4 (one Philox counter) and of a cache line. */
+#define DROPOUT_QUANTUM 64
+
+tf_status cpu_dropout_fwd(tf_backend *be, tf_stream *s, const void *x, void *y, uint8_t *keep,
+                          size_t n, float p, uint64_t seed, uint64_t offset, tf_dtype dt,
+                          tf_error *err)
+{
+    (void)s;
+    const char *op = "dropout_fwd";
+    tf_status st;
+    if ((st = cpu_need(err, op, "backend", be)) || (st = cpu_need_f32(err, op, "x", dt)) ||
+        (st = check_p(err, op, p)))
+        return st;
+    if (n == 0) return TF_OK;
+    if ((st = cpu_need(err, op, "x", x)) || (st = cpu_need(err, op, "y", y)) ||
+        (st = cpu_need(err, op, "keep", keep)))
+        return st;
+    float scale = 1.0f / (1.0f - p); /* inf for p = 1, where nothing is kept */
+    CPU_PARALLEL_IF(be, cpu_par(be, n / 4))
+    {
+        size_t lo, hi;
+        cpu_split(n, cpu_team_size(), cpu_thread_id(), DROPOUT_QUANTUM, &lo, &hi);
+        if (lo < hi) {
+            cpu_dropout_mask(seed, offset, lo, hi - lo, p, keep + lo);
+            apply_mask((const float *)x + lo, keep + lo, (float *)y + lo, hi - lo, scale);
+        }
+    }
+    return TF_OK;
+}
+
+tf_status cpu_dropout_bwd(tf_backend *be, tf_stream *s, const void *dy, const uint8_t *keep,
+                          void *dx, size_t n, float p, tf_dtype dt, tf_error *err)
+{
+    (void)s;
+    const char *op = "dropout_bwd";
+    tf_status st;
+    if ((st = cpu_need(err, op, "backend", be)) || (st = cpu_need_f32(err, op, "dy", dt)) ||
+        (st = check_p(err, op, p)))
+        return st;
+    if (n == 0) return TF_OK;
+    if ((st = cpu_need(err, op, "dy", dy)) || (st = cpu_need(err, op, "keep", keep)) ||
+        (st = cpu_need(err, op, "dx", dx)))
+        return st;
+    float scale = 1.0f / (1.0f - p);
+    CPU_PARALLEL_IF(be, cpu_par(be, n))
+    {
+        size_t lo, hi;
+        cpu_split(n, cpu_team_size(), cpu_thread_id(), DROPOUT_QUANTUM, &lo, &hi);
+        if (lo < hi) apply_mask((const float *)dy + lo, keep + lo, (float *)dx + lo, hi - lo, scale);
+    }
+    return TF_OK;
+}

@@ -1,0 +1,71 @@
+# plugins/backend-cpu/local.mk — backend-cpu: fp32 compute on the host
+# (OpenBLAS GEMMs split over an OpenMP team, OpenMP elementwise ops), its
+# Check test, the driver the torch reference test runs, and an op benchmark.
+# Everything here is built only when configure found OpenBLAS.
+
+BACKEND_CPU_SOURCES = \
+	plugins/backend-cpu/cpu.h \
+	plugins/backend-cpu/cpu_math.h \
+	plugins/backend-cpu/cpu_random.h \
+	plugins/backend-cpu/backend.c \
+	plugins/backend-cpu/memory.c \
+	plugins/backend-cpu/stream.c \
+	plugins/backend-cpu/gemm.c \
+	plugins/backend-cpu/reduce.c \
+	plugins/backend-cpu/layernorm.c \
+	plugins/backend-cpu/attention.c \
+	plugins/backend-cpu/activation.c \
+	plugins/backend-cpu/dropout.c \
+	plugins/backend-cpu/random.c \
+	plugins/backend-cpu/elementwise.c \
+	plugins/backend-cpu/embedding.c \
+	plugins/backend-cpu/loss.c \
+	plugins/backend-cpu/optimizer.c
+
+# No -march: the code is baseline x86-64, and the hot loops carry AVX2 and
+# AVX-512 clones that the loader picks on the machine it runs on
+# (CPU_CLONES in cpu.h), so one build is safe on any x86-64 and fast on new
+# ones. -fopenmp-simd makes `#pragma omp simd` work even without OpenMP;
+# no -ffast-math: NaN and inf must survive (finite_check), sums keep order.
+BACKEND_CPU_CFLAGS = -O3 -fno-math-errno -fno-trapping-math -fopenmp-simd
+BACKEND_CPU_CPPFLAGS = -I$(top_srcdir)/plugins/backend-cpu $(OPENBLAS_CFLAGS)
+BACKEND_CPU_LIBS = $(OPENBLAS_LIBS) $(OPENMP_CFLAGS) -lm
+
+if HAVE_OPENBLAS
+plugin_LTLIBRARIES += plugins/backend-cpu/tfcore-backend-cpu.la
+plugins_backend_cpu_tfcore_backend_cpu_la_SOURCES = $(BACKEND_CPU_SOURCES)
+plugins_backend_cpu_tfcore_backend_cpu_la_CPPFLAGS = $(AM_CPPFLAGS) $(BACKEND_CPU_CPPFLAGS)
+plugins_backend_cpu_tfcore_backend_cpu_la_CFLAGS = $(AM_CFLAGS) $(BACKEND_CPU_CFLAGS)
+plugins_backend_cpu_tfcore_backend_cpu_la_LDFLAGS = $(PLUGIN_LDFLAGS)
+plugins_backend_cpu_tfcore_backend_cpu_la_LIBADD = $(PLUGIN_LIBADD) $(BACKEND_CPU_LIBS)
+
+# The tests compile the plugin's sources into themselves (no loader needed)
+# and take the vtable from tfcore_plugin_entry().
+if HAVE_CHECK
+check_PROGRAMS += tests/test_backend_cpu
+tests_test_backend_cpu_SOURCES = tests/test_backend_cpu.c $(BACKEND_CPU_SOURCES)
+tests_test_backend_cpu_CPPFLAGS = $(TEST_CPPFLAGS) $(BACKEND_CPU_CPPFLAGS)
+tests_test_backend_cpu_CFLAGS = $(AM_CFLAGS) $(BACKEND_CPU_CFLAGS)
+tests_test_backend_cpu_LDADD = $(TEST_LDADD) $(BACKEND_CPU_LIBS)
+TESTS += tests/test_backend_cpu
+endif
+
+# Runs one op on inputs from files, for tests/ref/backend_cpu_vs_torch.py.
+check_PROGRAMS += tests/backend_op_driver
+tests_backend_op_driver_SOURCES = tests/backend_op_driver.c $(BACKEND_CPU_SOURCES)
+tests_backend_op_driver_CPPFLAGS = $(AM_CPPFLAGS) $(BACKEND_CPU_CPPFLAGS) \
+	$(LIBCONFIG_CFLAGS)
+tests_backend_op_driver_CFLAGS = $(AM_CFLAGS) $(BACKEND_CPU_CFLAGS)
+tests_backend_op_driver_LDADD = core/libtfcore.la $(BACKEND_CPU_LIBS)
+TESTS += tests/ref/backend_cpu_vs_torch.py
+
+# Op timings at BERT shapes (built by `make check`, run by hand: see its header).
+check_PROGRAMS += bench/cpu_ops
+bench_cpu_ops_SOURCES = bench/cpu_ops.c $(BACKEND_CPU_SOURCES)
+bench_cpu_ops_CPPFLAGS = $(AM_CPPFLAGS) $(BACKEND_CPU_CPPFLAGS)
+bench_cpu_ops_CFLAGS = $(AM_CFLAGS) $(BACKEND_CPU_CFLAGS)
+bench_cpu_ops_LDADD = core/libtfcore.la $(BACKEND_CPU_LIBS)
+endif
+
+EXTRA_DIST += tests/ref/backend_cpu_vs_torch.py plugins/backend-cpu/README.md \
+	bench/cpu_ops_torch.py

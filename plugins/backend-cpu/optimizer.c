@@ -1,0 +1,140 @@
+/* optimizer.c — backend-cpu AdamW over flat f32 buffers, with the arithmetic
+ * of torch.optim.AdamW (torch 1.13, _single_tensor_adamw), in its order:
+ *   g  = grad * grad_scale
+ *   p *= 1 - lr * wd                          (decoupled weight decay)
+ *   m  = m * beta1 + (1 - beta1) * g
+ *   v  = v * beta2 + ((1 - beta2) * g) * g
+ *   denom = sqrt(v) / sqrt(1 - beta2^step) + eps
+ *   p  = p + (-(lr / (1 - beta1^step)) * m) / denom
+ * The scalar factors are computed in double and rounded to float once, as
+ * Python floats reaching a float tensor op are.
+ *
+ * Segments [offset, offset+count) must not overlap (an element updated twice
+ * would be a silent error); they may come in any order. */
+#include <math.h>
+
+#include "cpu.h"
+
+typedef struct adamw_consts {
+    float decay;      /* 1 - lr * wd */
+    float beta1, one_minus_beta1;
+    float beta2, one_minus_beta2;
+    float bc2_sqrt;   /* sqrt(1 - beta2^step) */
+    float eps;
+    float neg_step;   /* -lr / (1 - beta1^step) */
+    float grad_scale;
+} adamw_consts;
+
+CPU_CLONES
+static void adamw_span(float *p, const float *g, float *m, float *v, size_t n,
+                       const adamw_consts *c)
+{
+    const adamw_consts k = *c;
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) {
+        float gi = g[i] * k.grad_scale;
+        float pi = p[i] * k.decay;
+        float mi = m[i] * k.beta1 + k.one_minus_beta1 * gi;
+        float vi = v[i] * k.beta2 + (k.one_minus_beta2 * gi) * gi;
+        float denom = sqrtf(vi) / k.bc2_sqrt + k.eps;
+        p[i] = pi + (k.neg_step * mi) / denom;
+        m[i] = mi;
+        v[i] = vi;
+    }
+}
+
+static tf_status check_segments(tf_error *err, const tf_adamw_segment *segs, size_t nsegs)
+{
+    const char *op = "adamw";
+    bool sorted = true;
+    for (size_t i = 0; i < nsegs; i++) {
+        if (segs[i].count > SIZE_MAX - segs[i].offset)
+            return cpu_fail(err, TF_ERR_RUNTIME, op,
+                            "segment %zu: offset %zu + count %zu overflows", i, segs[i].offset,
+                            segs[i].count);
+        if (!isfinite(segs[i].weight_decay))
+            return cpu_fail(err, TF_ERR_RUNTIME, op, "segment %zu: weight_decay is %g", i,
+                            (double)segs[i].weight_decay);
+        if (i > 0 && segs[i].offset < segs[i - 1].offset + segs[i - 1].count) sorted = false;
+    }
+    if (sorted) return TF_OK;
+    /* out of order: check every pair (n is the number of parameter groups) */
+    for (size_t i = 0; i < nsegs; i++)
+        for (size_t j = i + 1; j < nsegs; j++) {
+            const tf_adamw_segment *a = &segs[i], *b = &segs[j];
+            if (a->count && b->count && a->offset < b->offset + b->count &&
+                b->offset < a->offset + a->count)
+                return cpu_fail(err, TF_ERR_RUNTIME, op,
+                                "segments %zu [%zu, %zu) and %zu [%zu, %zu) overlap", i,
+                                a->offset, a->offset + a->count, j, b->offset,
+                                b->offset + b->count);
+        }
+    return TF_OK;
+}
+
+static tf_status check_hyper(tf_error *err, const tf_adamw_hyper *h)
+{
+    const char *op = "adamw";
+    if (!(isfinite(h->lr) && h->lr >= 0.0f))
+        return cpu_fail(err, TF_ERR_RUNTIME, op, "lr must be finite and >= 0, got %g",
+                        (double)h->lr);
+    if (!(h->beta1 >= 0.0f && h->beta1 < 1.0f) || !(h->beta2 >= 0.0f && h->beta2 < 1.0f))
+        return cpu_fail(err, TF_ERR_RUNTIME, op, "betas must be in [0, 1), got (%g, %g)",
+                        (double)h->beta1, (double)h->beta2);
+    if (!(isfinite(h->eps) && h->eps >= 0.0f))
+        return cpu_fail(err, TF_ERR_RUNTIME, op, "eps must be finite and >= 0, got %g",
+                        (double)h->eps);
+    if (h->step < 1)
+        return cpu_fail(err, TF_ERR_RUNTIME, op, "step is 1-based, got %lld",
+                        (long long)h->step);
+    if (!isfinite(h->grad_scale))
+        return cpu_fail(err, TF_ERR_RUNTIME, op, "grad_scale must be finite, got %g",
+                        (double)h->grad_scale);
+    return TF_OK;
+}
+
+tf_status cpu_adamw(tf_backend *be, tf_stream *s, float *params, const float *grads, float *m,
+                    float *v, const tf_adamw_segment *segs, size_t nsegs,
+                    const tf_adamw_hyper *h, tf_error *err)
+{
+    (void)s;
+    const char *op = "adamw";
+    tf_status st;
+    if ((st = cpu_need(err, op, "backend", be)) || (st = cpu_need(err, op, "hyper", h)) ||
+        (st = check_hyper(err, h)))
+        return st;
+    if (nsegs == 0) return TF_OK;
+    if ((st = cpu_need(err, op, "segments", segs)) || (st = check_segments(err, segs, nsegs)))
+        return st;
+    if ((st = cpu_need(err, op, "params", params)) || (st = cpu_need(err, op, "grads", grads)) ||
+        (st = cpu_need(err, op, "m", m)) || (st = cpu_need(err, op, "v", v)))
+        return st;
+
+    double lr = h->lr, b1 = h->beta1, b2 = h->beta2;
+    double bc1 = 1.0 - pow(b1, (double)h->step);
+    double bc2 = 1.0 - pow(b2, (double)h->step);
+    size_t total = 0;
+    for (size_t i = 0; i < nsegs; i++) total += segs[i].count;
+    CPU_PARALLEL_IF(be, cpu_par(be, total))
+    {
+        for (size_t i = 0; i < nsegs; i++) {
+            const tf_adamw_segment *sg = &segs[i];
+            adamw_consts c = {
+                .decay = (float)(1.0 - lr * (double)sg->weight_decay),
+                .beta1 = h->beta1,
+                .one_minus_beta1 = (float)(1.0 - b1),
+                .beta2 = h->beta2,
+                .one_minus_beta2 = (float)(1.0 - b2),
+                .bc2_sqrt = (float)sqrt(bc2),
+                .eps = h->eps,
+                .neg_step = (float)(-(lr / bc1)),
+                .grad_scale = h->grad_scale,
+            };
+            size_t lo, hi;
+            cpu_split(sg->count, cpu_team_size(), cpu_thread_id(), 16, &lo, &hi);
+            size_t o = sg->offset + lo;
+            if (lo < hi) adamw_span(params + o, grads + o, m + o, v + o, hi - lo, &c);
+        }
+    }
+    return TF_OK;
+}

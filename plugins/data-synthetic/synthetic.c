@@ -1,0 +1,267 @@
+/* synthetic.c — the "synthetic" dataset plugin: random token ids, as in
+ * Hugging Face's single-GPU efficiency guide (ids uniform in [100, 30000),
+ * fixed length), for benchmarks and quick runs without any download.
+ *
+ * With `learnable = true` the labels are a function of the tokens, so a model
+ * visibly learns:
+ *   classification: each example contains its label's keyword token
+ *     (KEYWORD_BASE + label) at three random positions;
+ *   question-answering: the answer span is the tokens between the markers
+ *     SPAN_OPEN and SPAN_CLOSE in the context.
+ * Otherwise labels are random (throughput work only).
+ *
+ * Layout of every row ([seq] tokens, no padding):
+ *   classification:       [CLS] t1 ... t(S-2) [SEP]                 types 0
+ *   question-answering:   [CLS] q1..q8 [SEP] c1 ... c(S-11) [SEP]   types 0 | 1
+ * Everything is a pure function of (seed, split, row), so any sampler, shard
+ * or thread count sees the same data. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tfcore/dataset.h"
+#include "tfcore/plugin.h"
+
+#define ID_CLS 101
+#define ID_SEP 102
+#define ID_LOW 100      /* random ids are drawn from [ID_LOW, ID_HIGH) */
+#define ID_HIGH 30000
+#define KEYWORD_BASE 1000
+#define SPAN_OPEN 2000
+#define SPAN_CLOSE 2001
+#define QUESTION_LEN 8
+#define MAX_ANSWER 30
+
+typedef struct synthetic_config {
+    tf_task task;
+    long long seq_len, train_examples, eval_examples, num_labels;
+    long long seed;
+    bool learnable;
+} synthetic_config;
+
+struct tf_dataset {
+    synthetic_config cfg;
+    int vocab_high;  /* min(ID_HIGH, vocab_size) */
+};
+
+static const char *const task_names[] = {"classification", "question-answering", NULL};
+
+static tf_status read_config(tf_section *s, synthetic_config *c, tf_error *err)
+{
+    const char *task;
+    tf_status st;
+    if ((st = tf_cfg_choice(s, "task", "classification", task_names, &task, err))) return st;
+    c->task = strcmp(task, "classification") == 0 ? TF_TASK_CLASSIFICATION : TF_TASK_QUESTION_ANSWERING;
+    if ((st = tf_cfg_int(s, "seq_len", 128, 16, 65536, &c->seq_len, err))) return st;
+    if ((st = tf_cfg_int(s, "num_examples", 2048, 1, 1LL << 40, &c->train_examples, err))) return st;
+    if ((st = tf_cfg_int(s, "eval_examples", 512, 0, 1LL << 40, &c->eval_examples, err))) return st;
+    if ((st = tf_cfg_int(s, "num_labels", 2, 2, 1000, &c->num_labels, err))) return st;
+    if ((st = tf_cfg_int(s, "seed", 42, 0, INT64_MAX, &c->seed, err))) return st;
+    if ((st = tf_cfg_bool(s, "learnable", true, &c->learnable, err))) return st;
+    return TF_OK;
+}
+
+static tf_status syn_check_config(tf_section *s, tf_error *err)
+{
+    synthetic_config c;
+    return read_config(s, &c, err);
+}
+
+/* SplitMix64: a counter-based generator, so row r of a split is the same
+ * whoever asks for it and in whatever order. */
+static uint64_t mix64(uint64_t z)
+{
+    z += 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+typedef struct row_rng {
+    uint64_t state;
+} row_rng;
+
+static uint64_t next_u64(row_rng *r) { return mix64(r->state++); }
+static int uniform(row_rng *r, int lo, int hi) /* [lo, hi) */
+{
+    return lo + (int)(next_u64(r) % (uint64_t)(hi - lo));
+}
+
+/* A random filler token that is never a keyword or marker. */
+static int32_t filler(row_rng *r, int high)
+{
+    for (;;) {
+        int id = uniform(r, ID_LOW, high);
+        if (!(id >= KEYWORD_BASE && id < KEYWORD_BASE + 1000) && id != SPAN_OPEN && id != SPAN_CLOSE)
+            return id;
+    }
+}
+
+static tf_status syn_open(const tf_dataset_open_args *a, tf_dataset **out, tf_error *err)
+{
+    synthetic_config c;
+    tf_status st = read_config(a->section, &c, err);
+    if (st) return st;
+    if (c.task != a->task)
+        return tf_error_set(err, TF_ERR_CONFIG, "%s: data.task is '%s' but the model's task is '%s'",
+                            tf_cfg_where(a->section, "task"),
+                            task_names[c.task == TF_TASK_CLASSIFICATION ? 0 : 1],
+                            task_names[a->task == TF_TASK_CLASSIFICATION ? 0 : 1]);
+    if (c.task == TF_TASK_CLASSIFICATION && c.num_labels != a->num_labels)
+        return tf_error_set(err, TF_ERR_CONFIG, "%s: data.num_labels is %lld but the model has %d labels",
+                            tf_cfg_where(a->section, "num_labels"), c.num_labels, a->num_labels);
+    if (a->max_seq > 0 && c.seq_len > a->max_seq)
+        return tf_error_set(err, TF_ERR_CONFIG,
+                            "%s: data.seq_len %lld is longer than the model's %d positions",
+                            tf_cfg_where(a->section, "seq_len"), c.seq_len, a->max_seq);
+    if (c.task == TF_TASK_QUESTION_ANSWERING && c.seq_len < QUESTION_LEN + 3 + 4)
+        return tf_error_set(err, TF_ERR_CONFIG, "%s: question-answering needs seq_len >= %d",
+                            tf_cfg_where(a->section, "seq_len"), QUESTION_LEN + 7);
+    int high = a->vocab_size > 0 && a->vocab_size < ID_HIGH ? a->vocab_size : ID_HIGH;
+    if (high <= SPAN_CLOSE + 1 || (c.task == TF_TASK_CLASSIFICATION && KEYWORD_BASE + c.num_labels >= high))
+        return tf_error_set(err, TF_ERR_CONFIG,
+                            "synthetic data needs a vocabulary of more than %d ids, the model has %d",
+                            SPAN_CLOSE + 1, a->vocab_size);
+    tf_dataset *ds = calloc(1, sizeof *ds);
+    if (!ds) return tf_error_set(err, TF_ERR_RUNTIME, "synthetic: out of memory");
+    ds->cfg = c;
+    ds->vocab_high = high;
+    *out = ds;
+    return TF_OK;
+}
+
+static void syn_close(tf_dataset *ds) { free(ds); }
+
+static size_t syn_num_rows(tf_dataset *ds, tf_split split)
+{
+    return (size_t)(split == TF_SPLIT_TRAIN ? ds->cfg.train_examples : ds->cfg.eval_examples);
+}
+
+static int syn_seq_len(tf_dataset *ds, tf_split split) { return (int)ds->cfg.seq_len; }
+
+/* Row `row` of `split`: ids/types [S]; label or span. */
+static void make_row(const tf_dataset *ds, tf_split split, size_t row, int32_t *ids, int32_t *types,
+                     int32_t *label, int32_t *start, int32_t *end)
+{
+    const synthetic_config *c = &ds->cfg;
+    int S = (int)c->seq_len;
+    row_rng r = {mix64((uint64_t)c->seed * 2 + (uint64_t)split) ^ mix64(row * 0x632be59bd9b4e019ull)};
+    ids[0] = ID_CLS;
+    ids[S - 1] = ID_SEP;
+    for (int i = 1; i < S - 1; i++) ids[i] = filler(&r, ds->vocab_high);
+    memset(types, 0, (size_t)S * sizeof *types);
+    if (c->task == TF_TASK_CLASSIFICATION) {
+        *label = uniform(&r, 0, (int)c->num_labels);
+        if (c->learnable)
+            for (int k = 0; k < 3; k++) ids[uniform(&r, 1, S - 1)] = KEYWORD_BASE + *label;
+        return;
+    }
+    /* question-answering: [CLS] question [SEP] context [SEP] */
+    int ctx0 = QUESTION_LEN + 2, ctx1 = S - 1; /* context is [ctx0, ctx1) */
+    ids[QUESTION_LEN + 1] = ID_SEP;
+    for (int i = ctx0; i < S; i++) types[i] = 1;
+    int max_len = ctx1 - ctx0 - 2 < MAX_ANSWER ? ctx1 - ctx0 - 2 : MAX_ANSWER;
+    int len = uniform(&r, 1, max_len + 1);
+    int s0 = uniform(&r, ctx0 + 1, ctx1 - len); /* leaves room for both markers */
+    *start = s0;
+    *end = s0 + len - 1;
+    if (c->learnable) {
+        ids[s0 - 1] = SPAN_OPEN;
+        ids[s0 + len] = SPAN_CLOSE;
+    }
+}
+
+static tf_status syn_fill_batch(tf_dataset *ds, tf_split split, const size_t *idx, size_t n,
+                                tf_batch *out, tf_error *err)
+{
+    int S = (int)ds->cfg.seq_len;
+    if ((int)n > out->capacity_rows || S > out->capacity_seq)
+        return tf_error_set(err, TF_ERR_RUNTIME, "synthetic: batch of %zu x %d exceeds capacity %d x %d",
+                            n, S, out->capacity_rows, out->capacity_seq);
+    size_t rows = syn_num_rows(ds, split);
+    out->rows = (int)n;
+    out->seq = S;
+    for (size_t b = 0; b < n; b++) {
+        if (idx[b] >= rows)
+            return tf_error_set(err, TF_ERR_RUNTIME, "synthetic: row %zu out of range (%zu rows)", idx[b], rows);
+        int32_t label = 0, start = 0, end = 0;
+        make_row(ds, split, idx[b], out->input_ids + b * S, out->token_type_ids + b * S, &label, &start, &end);
+        for (int i = 0; i < S; i++) out->attention_mask[b * S + i] = 1;
+        if (out->labels) out->labels[b] = label;
+        if (out->start_positions) out->start_positions[b] = start;
+        if (out->end_positions) out->end_positions[b] = end;
+        if (out->feature_index) out->feature_index[b] = (int64_t)idx[b];
+    }
+    return TF_OK;
+}
+
+/* classification: accuracy. QA: exact = best legal span equals the gold one;
+ * f1 = token-overlap F1 of the spans (as SQuAD's, over positions). */
+static tf_status syn_evaluate(tf_dataset *ds, tf_split split, const float *logits, size_t rows,
+                              int cols, tf_metrics *out, tf_error *err)
+{
+    const synthetic_config *c = &ds->cfg;
+    int S = (int)c->seq_len;
+    int want = c->task == TF_TASK_CLASSIFICATION ? (int)c->num_labels : 2 * S;
+    if (cols != want || rows != syn_num_rows(ds, split))
+        return tf_error_set(err, TF_ERR_RUNTIME, "synthetic: evaluate got %zu x %d outputs, expected %zu x %d",
+                            rows, cols, syn_num_rows(ds, split), want);
+    int32_t *ids = malloc(2 * (size_t)S * sizeof *ids);
+    if (!ids) return tf_error_set(err, TF_ERR_RUNTIME, "synthetic: out of memory");
+    double correct = 0, f1_sum = 0;
+    for (size_t r = 0; r < rows; r++) {
+        int32_t label = 0, start = 0, end = 0;
+        make_row(ds, split, r, ids, ids + S, &label, &start, &end);
+        const float *l = logits + r * (size_t)cols;
+        if (c->task == TF_TASK_CLASSIFICATION) {
+            int best = 0;
+            for (int k = 1; k < cols; k++)
+                if (l[k] > l[best]) best = k;
+            correct += best == label;
+            continue;
+        }
+        /* logits [S, 2]: (start, end) per position; context is [QUESTION_LEN+2, S-1) */
+        int bs = -1, be = -1;
+        float bscore = 0;
+        for (int i = QUESTION_LEN + 2; i < S - 1; i++)
+            for (int j = i; j < S - 1 && j < i + MAX_ANSWER; j++) {
+                float sc = l[2 * i] + l[2 * j + 1];
+                if (bs < 0 || sc > bscore) bs = i, be = j, bscore = sc;
+            }
+        correct += bs == start && be == end;
+        int lo = bs > start ? bs : start, hi = be < end ? be : end;
+        int overlap = hi >= lo ? hi - lo + 1 : 0;
+        if (overlap) {
+            double p = (double)overlap / (be - bs + 1), rc = (double)overlap / (end - start + 1);
+            f1_sum += 2 * p * rc / (p + rc);
+        }
+    }
+    free(ids);
+    out->n = 0;
+    double denom = rows ? (double)rows : 1.0;
+    if (c->task == TF_TASK_CLASSIFICATION) {
+        strcpy(out->name[out->n], "accuracy");
+        out->value[out->n++] = correct / denom;
+    } else {
+        strcpy(out->name[out->n], "exact");
+        out->value[out->n++] = 100.0 * correct / denom;
+        strcpy(out->name[out->n], "f1");
+        out->value[out->n++] = 100.0 * f1_sum / denom;
+    }
+    return TF_OK;
+}
+
+static const tf_dataset_vtable synthetic_vtable = {
+    .size = TF_VTABLE_SIZE(tf_dataset_vtable),
+    .check_config = syn_check_config,
+    .open = syn_open,
+    .close = syn_close,
+    .num_rows = syn_num_rows,
+    .seq_len = syn_seq_len,
+    .fill_batch = syn_fill_batch,
+    .evaluate = syn_evaluate,
+};
+
+TF_PLUGIN_DEFINE(TF_KIND_DATASET, "synthetic", "1.0.0",
+                 "random token ids (HF efficiency-guide style); learnable labels on request", NULL,
+                 &synthetic_vtable)

@@ -1,0 +1,270 @@
+/* bert.h — private to the model-bert plugin: the resolved configuration, the
+ * flat parameter layout, the activation buffers and the model object.
+ *
+ * Flat parameter layout (elements of the one f32 buffer; the same offsets
+ * index the gradient buffer and, in the trainer, the AdamW moments):
+ *
+ *     [ head ][ pooler ][ layer L-1 ][ layer L-2 ] ... [ layer 0 ][ embeddings ]
+ *
+ * that is, in the order backward finishes them. grads_ready is called once per
+ * block with exactly these ranges, so the part of the gradient buffer that is
+ * final is always a prefix [0, x): a comm plugin can bucket by merging ranges
+ * as they arrive. The head is classifier.* (classification) or qa_outputs.*
+ * (question answering); the pooler exists only for classification, as in
+ * transformers' BertForQuestionAnswering (add_pooling_layer=False).
+ *
+ * Inside a layer the tensors are stored as
+ *     query.weight key.weight value.weight   -> one [3H, H] matrix (fused QKV GEMM)
+ *     query.bias key.bias value.bias         -> one [3H] vector
+ *     attention.output.dense.{weight,bias}, attention.output.LayerNorm.{weight,bias},
+ *     intermediate.dense.{weight,bias}, output.dense.{weight,bias},
+ *     output.LayerNorm.{weight,bias}
+ * Every tensor starts on a multiple of BERT_ALIGN elements (16 bytes), except
+ * that key/value follow query without a gap so the fused views hold; the few
+ * padding elements are zero in params and grads and belong to no view.
+ * params() lists the views in Hugging Face's named_parameters() order. */
+#ifndef TFCORE_MODEL_BERT_H
+#define TFCORE_MODEL_BERT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tfcore/tfcore.h"
+
+#define BERT_ALIGN 4              /* elements: each tensor starts 16-byte aligned */
+#define BERT_MAX_LAYERS 256
+#define BERT_MAX_DIM 65536        /* hidden, intermediate and friends */
+#define BERT_MAX_VOCAB 16777216
+#define BERT_MAX_LABELS 65536
+#define BERT_PATH_MAX 4096
+
+/* ---- configuration (bert_config.c) ---------------------------------------- */
+
+typedef struct bert_config {
+    /* transformers' BertConfig fields */
+    int vocab_size, hidden_size, num_layers, num_heads, intermediate_size;
+    int max_position_embeddings, type_vocab_size;
+    int pad_token_id;              /* -1 when null: no padding row */
+    tf_gelu_kind act;              /* hidden_act "gelu" (erf) or "gelu_new" (tanh) */
+    double layer_norm_eps;
+    double hidden_dropout, attention_dropout;
+    double classifier_dropout;     /* < 0 when null: hidden_dropout is used */
+    double initializer_range;
+    /* the head */
+    tf_task task;
+    int num_labels;                /* classification; 2 for question answering */
+    /* where the weights come from: exactly one of the two is set */
+    char pretrained[BERT_PATH_MAX]; /* folder with config.json, model.safetensors */
+    char preset[32];
+} bert_config;
+
+/* Read and validate every key of the "model" section (and, for pretrained, the
+ * folder's config.json, which is parsed and freed again). Allocates no model
+ * memory. When labels is not NULL it receives id2label names from config.json
+ * (num_labels malloc'ed strings, or NULL when config.json has none or they do
+ * not match num_labels); the caller frees them with bert_labels_free. */
+tf_status bert_config_resolve(tf_section *sec, bert_config *cfg, char ***labels,
+                              tf_error *err);
+void bert_labels_free(char **labels, int n);
+/* The classifier dropout actually used (classifier_dropout, or hidden's when null). */
+double bert_classifier_dropout(const bert_config *cfg);
+const char *bert_act_name(tf_gelu_kind act);
+/* transformers' class name for the task ("BertForSequenceClassification", ...). */
+const char *bert_architecture(tf_task task);
+
+/* ---- parameter layout (bert_params.c) ------------------------------------- */
+
+typedef struct bert_layer_offsets { /* element offsets into the flat buffer */
+    size_t qkv_w;   /* [3H, H] query, key, value weights stacked */
+    size_t qkv_b;   /* [3H] */
+    size_t ao_w;    /* [H, H] attention.output.dense.weight */
+    size_t ao_b;    /* [H] */
+    size_t ln1_g, ln1_b; /* [H] attention.output.LayerNorm */
+    size_t in_w;    /* [I, H] intermediate.dense.weight */
+    size_t in_b;    /* [I] */
+    size_t out_w;   /* [H, I] output.dense.weight */
+    size_t out_b;   /* [H] */
+    size_t ln2_g, ln2_b; /* [H] output.LayerNorm */
+    size_t begin, end;   /* the block handed to grads_ready, padding included */
+} bert_layer_offsets;
+
+typedef struct bert_layout {
+    size_t n;             /* elements in the flat buffer */
+    size_t head_w;        /* [labels, H] classifier.weight or [2, H] qa_outputs.weight */
+    size_t head_b;        /* [labels] or [2] */
+    size_t pool_w;        /* [H, H] pooler (classification only) */
+    size_t pool_b;        /* [H] */
+    size_t head_end;      /* head and pooler are [0, head_end) */
+    size_t word, pos, type; /* [V, H], [P, H], [T, H] embeddings */
+    size_t emb_ln_g, emb_ln_b; /* [H] */
+    size_t emb_begin;     /* embeddings are [emb_begin, n) */
+    int num_layers;
+    bert_layer_offsets *layer; /* [num_layers] */
+    tf_param_info *params;     /* [nparams] in Hugging Face order */
+    size_t nparams;
+    char *names;               /* storage of the params' names */
+} bert_layout;
+
+/* Which part of the model a parameter belongs to. */
+typedef enum bert_part { BERT_PART_ENCODER = 0, BERT_PART_POOLER = 1, BERT_PART_HEAD = 2 } bert_part;
+
+tf_status bert_layout_build(const bert_config *cfg, bert_layout *lay, tf_error *err);
+void bert_layout_free(bert_layout *lay);
+/* The part a parameter name (with or without "bert.") belongs to. */
+bert_part bert_param_part(const char *name);
+/* The view called `name` (Hugging Face name with or without "bert."), or NULL. */
+const tf_param_info *bert_param_find(const bert_layout *lay, const char *name);
+/* Initialise one view of host[lay->n] as transformers' _init_weights does:
+ * Linear/Embedding weights ~ normal(0, initializer_range), biases 0,
+ * LayerNorm weight 1 and bias 0, the word-embedding row pad_token_id zero.
+ * Deterministic: the values are a function of (seed, name, index) only. */
+void bert_init_param(const bert_config *cfg, const tf_param_info *p, uint64_t seed, float *host);
+
+/* ---- random numbers (bert_rng.c) ------------------------------------------ */
+
+uint64_t bert_mix64(uint64_t x);        /* splitmix64's finaliser */
+uint64_t bert_hash_name(uint64_t seed, const char *name);
+/* The i-th standard normal of the stream `key` (counter-based Box-Muller). */
+double bert_normal(uint64_t key, uint64_t i);
+
+/* ---- the model object ----------------------------------------------------- */
+
+typedef struct bert_layer_acts {
+    void *qkv;          /* [N, 3H] fused projection, attention's input */
+    void *attn_save;    /* attention_save_bytes: what attention_bwd needs */
+    void *ctx;          /* [N, H] attention output */
+    uint8_t *keep1;     /* [N*H] dropout mask after attention.output.dense */
+    void *ln1_in;       /* [N, H] x + dropout(dense(ctx)) */
+    float *mean1, *rstd1; /* [N] */
+    void *ln1_out;      /* [N, H] attention block output */
+    void *inter_pre;    /* [N, I] intermediate pre-activation */
+    void *inter_act;    /* [N, I] GELU(inter_pre) */
+    uint8_t *keep2;     /* [N*H] dropout mask after output.dense */
+    void *ln2_in;       /* [N, H] ln1_out + dropout(dense(inter_act)) */
+    float *mean2, *rstd2; /* [N] */
+    void *out;          /* [N, H] the layer's output (next layer's input) */
+} bert_layer_acts;
+
+typedef struct bert_acts {
+    /* embeddings */
+    void *emb_sum;      /* [N, H] word + token_type + position */
+    float *emb_mean, *emb_rstd; /* [N] */
+    void *emb_out;      /* [N, H] LayerNorm output, dropout applied in place */
+    uint8_t *emb_keep;  /* [N*H] */
+    bert_layer_acts *layer; /* [L] */
+    /* classification head */
+    void *pool_pre;     /* [B, H] pooler dense output */
+    void *pooled;       /* [B, H] tanh(pool_pre) */
+    void *pooled_drop;  /* [B, H] dropout(pooled) */
+    uint8_t *cls_keep;  /* [B*H] */
+    /* logits and their gradient */
+    void *logits;       /* [B, labels] or [N, 2] (QA: start, end interleaved) */
+    void *dlogits;      /* same shape */
+    void *qa_se;        /* [2, N] QA logits transposed: start row block, end row block */
+    void *qa_dse;       /* [2, N] */
+    void *eye2;         /* [2, 2] identity in the compute dtype (exact transposes) */
+    float *loss;        /* [2] per-term mean losses (QA: start, end) */
+    int32_t *qa_pos;    /* [2, B] clamped start and end positions */
+    int32_t *pos_ids;   /* [max_seq] 0, 1, ..., max_seq-1 */
+    int32_t *ones;      /* [max_rows*max_seq] 1: attention mask when the batch has none */
+    int32_t *zeros;     /* [max_rows*max_seq] 0: token types when the batch has none */
+    /* scratch shared by all layers */
+    void *tmp;          /* [N, H] a dense output before its residual LayerNorm */
+    void *dA, *dB, *dC; /* [N, H] backward */
+    void *d_inter;      /* [N, I] */
+    void *d_qkv;        /* [N, 3H] */
+    void *d_pool;       /* [B, H] */
+    void *d_pool2;      /* [B, H] (dropout backward) */
+} bert_acts;
+
+struct tf_model {
+    bert_config cfg;
+    char **labels;                /* [num_labels] id2label names, or NULL (LABEL_i) */
+    const tf_backend_vtable *bk;
+    tf_backend *be;
+    tf_dtype dt;                  /* activations */
+    size_t esize;                 /* bytes per activation element */
+    tf_matmul_mode mode;
+    uint64_t seed;
+    uint64_t dropout_seed;
+    int max_rows, max_seq;
+    bert_layout lay;
+    float *params;                /* [n] backend memory */
+    float *grads;                 /* [n] backend memory */
+    void *wcompute;               /* [n] params cast to the compute dtype (== params for f32) */
+    void *arena;                  /* every activation buffer, one allocation */
+    size_t arena_bytes;
+    size_t attn_save_bytes;       /* per layer */
+    bert_acts acts;
+    tf_attention_desc attn;       /* of the last forward */
+    /* state of the last forward */
+    bool have_forward, have_loss;
+    int rows, seq;
+    const int32_t *batch_ids, *batch_types, *batch_mask, *batch_labels; /* backend memory */
+    bool train;                   /* the last forward was a training one */
+    bool drop_attn, drop_hidden, drop_cls; /* dropout applied */
+    uint64_t step;                /* training forwards so far: the dropout stream */
+    int32_t *host_pos;            /* [2, max_rows] host staging for QA positions */
+    tf_model_info info;
+    char source[BERT_PATH_MAX + 64];
+    char vocab_file[BERT_PATH_MAX + 16];
+    bool has_vocab;
+};
+
+/* bert_load.c: fill host[lay->n] from the checkpoint folder (missing head and
+ * pooler initialised, with one warning line). */
+tf_status bert_load_pretrained(const bert_config *cfg, const bert_layout *lay, uint64_t seed,
+                               float *host, tf_error *err);
+
+/* bert_forward.c / bert_backward.c */
+tf_status bert_forward(tf_model *m, const tf_batch *b, bool train, tf_model_output *out,
+                       tf_error *err);
+tf_status bert_backward(tf_model *m, float loss_scale, tf_grads_ready_fn ready, void *user,
+                        tf_error *err);
+/* The arena: with base NULL only the size is computed. */
+size_t bert_acts_plan(tf_model *m, char *base);
+
+/* bert_save.c */
+tf_status bert_save(tf_model *m, const char *dir, tf_error *err);
+
+/* bert_ops.c: thin wrappers over the backend's slots. */
+typedef struct bert_mm { /* one GEMM: C = op(A) op(B) (+ beta C), see tf_gemm_desc */
+    bool ta, tb;
+    int m, n, k;
+    const void *a; int64_t lda;
+    const void *b; int64_t ldb;
+    void *c; int64_t ldc;
+    float beta;
+    bool c_f32; /* C is f32 (a gradient); else the compute dtype */
+} bert_mm;
+tf_status bert_gemm(tf_model *m, const bert_mm *g, tf_gemm_epilogue ep, const float *bias,
+                    void *aux, tf_error *err);
+/* An exact GEMM (multiplying by the 0/1 identity): never TF32-rounded. */
+tf_status bert_gemm_exact(tf_model *m, const bert_mm *g, tf_error *err);
+tf_status bert_copy(tf_model *m, void *dst, const void *src, size_t bytes, tf_memcpy_kind kind,
+                    tf_error *err);
+tf_status bert_zero(tf_model *m, void *dst, size_t bytes, tf_error *err);
+tf_status bert_sync(tf_model *m, tf_error *err);
+/* The dropout stream of one site for the current step (see bert_forward.c). */
+uint64_t bert_dropout_seed(const tf_model *m, int site);
+uint64_t bert_dropout_offset(const tf_model *m);
+/* Pointers: weights in the compute dtype, f32 master views, f32 gradients. */
+static inline const void *bert_w(const tf_model *m, size_t off)
+{
+    return (const char *)m->wcompute + off * m->esize;
+}
+static inline float *bert_p(const tf_model *m, size_t off) { return m->params + off; }
+static inline float *bert_g(const tf_model *m, size_t off) { return m->grads + off; }
+static inline void *bert_at(const tf_model *m, void *base, size_t elems)
+{
+    return (char *)base + elems * m->esize;
+}
+
+#define BERT_TRY(expr)                                                                   \
+    do {                                                                                 \
+        tf_status st_ = (expr);                                                          \
+        if (st_ != TF_OK) return st_;                                                    \
+    } while (0)
+
+#endif

@@ -1,0 +1,332 @@
+/* bert_plugin.c — the model-bert plugin: descriptor, vtable, create/destroy.
+ *
+ * Memory (all through the backend, allocated once in create):
+ *   params [n] f32, grads [n] f32 — the flat layout of bert.h;
+ *   wcompute [n] in the compute dtype when it is not f32 (GEMM operands,
+ *     refreshed from params at each forward);
+ *   one arena with every activation for max_rows x max_seq (bert_forward.c).
+ * The AdamW moments are not allocated here: tf_model_buffers (ABI 1.0) has no
+ * field for them, and they are optimizer state that only the ranks running the
+ * optimizer need (dp-master keeps them on the root alone). The trainer
+ * allocates m and v as two [n] f32 buffers with the same offsets, and builds
+ * its AdamW segments from params()' offsets and no_decay flags. */
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <jansson.h>
+
+#include "bert.h"
+
+static tf_status bert_check_config(tf_section *section, tf_error *err)
+{
+    bert_config cfg;
+    return bert_config_resolve(section, &cfg, NULL, err);
+}
+
+static void bert_destroy(tf_model *m)
+{
+    if (!m) return;
+    if (m->be && m->bk) {
+        if (m->arena) m->bk->free(m->be, m->arena, TF_MEM_DEVICE);
+        if (m->wcompute && m->wcompute != (void *)m->params)
+            m->bk->free(m->be, m->wcompute, TF_MEM_DEVICE);
+        if (m->grads) m->bk->free(m->be, m->grads, TF_MEM_DEVICE);
+        if (m->params) m->bk->free(m->be, m->params, TF_MEM_DEVICE);
+    }
+    free(m->acts.layer);
+    free(m->host_pos);
+    bert_labels_free(m->labels, m->cfg.num_labels);
+    bert_layout_free(&m->lay);
+    free(m);
+}
+
+/* do_lower_case from tokenizer_config.json when the folder has one. */
+static bool read_lower_case(const char *dir)
+{
+    char path[BERT_PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
+    json_t *root = json_load_file(path, 0, NULL);
+    bool lower = true; /* BertTokenizer's default */
+    json_t *v = root ? json_object_get(root, "do_lower_case") : NULL;
+    if (v && json_is_boolean(v)) lower = json_is_true(v);
+    json_decref(root);
+    return lower;
+}
+
+static void fill_info(tf_model *m)
+{
+    const bert_config *c = &m->cfg;
+    tf_model_info *i = &m->info;
+    i->task = c->task;
+    i->num_labels = c->num_labels;
+    i->vocab_size = c->vocab_size;
+    i->max_position_embeddings = c->max_position_embeddings;
+    i->hidden_size = c->hidden_size;
+    i->num_layers = c->num_layers;
+    i->num_heads = c->num_heads;
+    i->intermediate_size = c->intermediate_size;
+    i->vocab_file = NULL;
+    i->do_lower_case = true;
+    if (c->pretrained[0]) {
+        snprintf(m->source, sizeof m->source, "pretrained %s", c->pretrained);
+        snprintf(m->vocab_file, sizeof m->vocab_file, "%s/vocab.txt", c->pretrained);
+        struct stat sb;
+        if (stat(m->vocab_file, &sb) == 0 && S_ISREG(sb.st_mode)) i->vocab_file = m->vocab_file;
+        i->do_lower_case = read_lower_case(c->pretrained);
+    } else {
+        snprintf(m->source, sizeof m->source, "preset %s (random init)", c->preset);
+    }
+    i->source = m->source;
+}
+
+/* The parameters on the host: loaded, or initialised as transformers does. */
+static tf_status host_params(tf_model *m, float **out, tf_error *err)
+{
+    float *host = calloc(m->lay.n, sizeof *host); /* padding stays 0 */
+    if (!host)
+        return tf_error_set(err, TF_ERR_RUNTIME, "model-bert: out of memory (%zu parameters)",
+                            m->lay.n);
+    tf_status st = TF_OK;
+    if (m->cfg.pretrained[0]) {
+        st = bert_load_pretrained(&m->cfg, &m->lay, m->seed, host, err);
+    } else {
+        for (size_t i = 0; i < m->lay.nparams; i++)
+            bert_init_param(&m->cfg, &m->lay.params[i], m->seed, host);
+    }
+    if (st != TF_OK) {
+        free(host);
+        return st;
+    }
+    *out = host;
+    return TF_OK;
+}
+
+static tf_status alloc_dev(tf_model *m, size_t bytes, void **out, tf_error *err)
+{
+    return m->bk->alloc(m->be, bytes, TF_MEM_DEVICE, out, err);
+}
+
+/* Constant buffers of the arena: position ids, all-ones mask, zero token
+ * types, the 2x2 identity. */
+static tf_status init_constants(tf_model *m, tf_error *err)
+{
+    bert_acts *x = &m->acts;
+    const size_t N = (size_t)m->max_rows * (size_t)m->max_seq;
+    int32_t *host = malloc(N * sizeof *host);
+    if (!host) return tf_error_set(err, TF_ERR_RUNTIME, "model-bert: out of memory");
+    tf_status st;
+    for (int i = 0; i < m->max_seq; i++) host[i] = i;
+    if ((st = bert_copy(m, x->pos_ids, host, (size_t)m->max_seq * sizeof *host,
+                        TF_COPY_HOST_TO_DEVICE, err)))
+        goto out;
+    if ((st = bert_sync(m, err))) goto out; /* host is reused below */
+    for (size_t i = 0; i < N; i++) host[i] = 1;
+    if ((st = bert_copy(m, x->ones, host, N * sizeof *host, TF_COPY_HOST_TO_DEVICE, err)) ||
+        (st = bert_zero(m, x->zeros, N * sizeof(int32_t), err)) ||
+        (st = bert_zero(m, x->loss, 2 * sizeof(float), err)))
+        goto out;
+    if (x->eye2) {
+        const float eye[4] = {1, 0, 0, 1};
+        unsigned char bytes[16];
+        for (int i = 0; i < 4; i++) {
+            if (m->dt == TF_DTYPE_F32) {
+                memcpy(bytes + 4 * i, &eye[i], 4);
+            } else {
+                unsigned short h = m->dt == TF_DTYPE_F16 ? tf_f32_to_f16(eye[i])
+                                                          : tf_f32_to_bf16(eye[i]);
+                memcpy(bytes + 2 * i, &h, 2);
+            }
+        }
+        if ((st = bert_copy(m, x->eye2, bytes, 4 * m->esize, TF_COPY_HOST_TO_DEVICE, err)))
+            goto out;
+    }
+    st = bert_sync(m, err);
+out:
+    free(host);
+    return st;
+}
+
+static tf_status check_args(const tf_model_create_args *a, tf_error *err)
+{
+    if (!a || a->size < sizeof(tf_model_create_args))
+        return tf_error_set(err, TF_ERR_PLUGIN, "model-bert: create args too small (%u bytes, want %zu)",
+                            a ? a->size : 0, sizeof(tf_model_create_args));
+    if (!a->section || !a->backend || !a->be)
+        return tf_error_set(err, TF_ERR_PLUGIN, "model-bert: create needs a config section and a backend");
+    if (a->compute_dtype != TF_DTYPE_F32 && a->compute_dtype != TF_DTYPE_F16 &&
+        a->compute_dtype != TF_DTYPE_BF16)
+        return tf_error_set(err, TF_ERR_CONFIG,
+                            "model-bert: compute dtype %s is not one of F32, F16, BF16",
+                            tf_dtype_name(a->compute_dtype) ? tf_dtype_name(a->compute_dtype) : "?");
+    if (a->max_rows < 0 || a->max_seq < 0 || (a->max_rows == 0) != (a->max_seq == 0))
+        return tf_error_set(err, TF_ERR_CONFIG,
+                            "model-bert: max_rows (%d) and max_seq (%d) must both be positive, "
+                            "or both 0 (reserve later)",
+                            a->max_rows, a->max_seq);
+    return TF_OK;
+}
+
+/* Activation memory (one arena) for batches up to rows x seq: the attention
+ * save space, the per-layer views, the constants. Frees a smaller arena
+ * first; a reservation that already covers rows x seq costs nothing. */
+static tf_status bert_reserve(tf_model *m, int rows, int seq, tf_error *err)
+{
+    const bert_config *c = &m->cfg;
+    if (rows < 1 || seq < 1)
+        return tf_error_set(err, TF_ERR_CONFIG, "model-bert: cannot reserve %d rows x %d tokens", rows, seq);
+    if (m->arena && rows <= m->max_rows && seq <= m->max_seq) return TF_OK;
+    if (seq > c->max_position_embeddings)
+        return tf_error_set(err, TF_ERR_CONFIG,
+                            "model-bert: sequences of %d tokens, but the model has %d positions "
+                            "(max_position_embeddings)",
+                            seq, c->max_position_embeddings);
+    const size_t tokens = (size_t)rows * (size_t)seq;
+    const size_t widest = (size_t)(c->intermediate_size > 3 * c->hidden_size ? c->intermediate_size
+                                                                                : 3 * c->hidden_size);
+    if (tokens > INT_MAX / widest)
+        return tf_error_set(err, TF_ERR_CONFIG,
+                            "model-bert: %d rows x %d tokens is too large a batch for this model", rows, seq);
+    if (m->arena) { /* grow: drop the old arena */
+        m->bk->free(m->be, m->arena, TF_MEM_DEVICE);
+        m->arena = NULL;
+    }
+    if (rows > m->max_rows || !m->host_pos) {
+        free(m->host_pos);
+        m->host_pos = malloc(2 * (size_t)rows * sizeof *m->host_pos);
+    }
+    if (!m->acts.layer) m->acts.layer = calloc((size_t)c->num_layers, sizeof *m->acts.layer);
+    if (!m->acts.layer || !m->host_pos) return tf_error_set(err, TF_ERR_RUNTIME, "model-bert: out of memory");
+    m->max_rows = rows;
+    m->max_seq = seq;
+
+    /* Attention over [B, S, 3, heads, head_dim]; save space for the largest batch. */
+    m->attn.heads = c->num_heads;
+    m->attn.head_dim = c->hidden_size / c->num_heads;
+    m->attn.scale = (float)(1.0 / sqrt((double)m->attn.head_dim));
+    m->attn.dtype = m->dt;
+    m->attn.mode = m->mode;
+    m->attn.batch = m->max_rows;
+    m->attn.seq = m->max_seq;
+    m->attn.dropout = (float)c->attention_dropout;
+    m->attn_save_bytes = m->bk->attention_save_bytes(m->be, &m->attn);
+
+    m->arena_bytes = bert_acts_plan(m, NULL);
+    tf_status st = alloc_dev(m, m->arena_bytes, &m->arena, err);
+    if (st) {
+        m->max_rows = m->max_seq = 0;
+        tf_error_prefix(err, "model-bert: activations for %d x %d tokens", rows, seq);
+        return st;
+    }
+    bert_acts_plan(m, m->arena);
+    return init_constants(m, err);
+}
+
+static tf_status bert_reserve_slot(tf_model *m, int max_rows, int max_seq, tf_error *err)
+{
+    return bert_reserve(m, max_rows, max_seq, err);
+}
+
+/* The dropout stream: forward k of a run draws the masks of step k. */
+static void bert_set_step(tf_model *m, uint64_t step) { m->step = step; }
+
+static tf_status bert_create(const tf_model_create_args *a, tf_model **out, tf_error *err)
+{
+    *out = NULL;
+    BERT_TRY(check_args(a, err));
+    tf_model *m = calloc(1, sizeof *m);
+    if (!m) return tf_error_set(err, TF_ERR_RUNTIME, "model-bert: out of memory");
+    tf_status st;
+    float *host = NULL;
+    if ((st = bert_config_resolve(a->section, &m->cfg, &m->labels, err))) goto fail;
+    const bert_config *c = &m->cfg;
+    m->bk = a->backend;
+    m->be = a->be;
+    m->dt = a->compute_dtype;
+    m->esize = tf_dtype_size(m->dt);
+    m->mode = a->matmul_mode;
+    m->seed = a->seed;
+    m->dropout_seed = bert_mix64(a->seed ^ 0x64726F706F7574ull); /* "dropout" */
+
+    if (!m->bk->supports(m->be, m->mode, m->dt)) {
+        st = tf_error_set(err, TF_ERR_PLUGIN,
+                          "model-bert: the backend (%s) cannot compute with matmul mode %d and "
+                          "%s activations",
+                          m->bk->device_name ? m->bk->device_name(m->be) : "?", (int)m->mode,
+                          tf_dtype_name(m->dt));
+        goto fail;
+    }
+    if ((st = bert_layout_build(c, &m->lay, err))) goto fail;
+    if ((st = host_params(m, &host, err))) goto fail;
+
+    const size_t pbytes = m->lay.n * sizeof(float);
+    if ((st = alloc_dev(m, pbytes, (void **)&m->params, err)) ||
+        (st = alloc_dev(m, pbytes, (void **)&m->grads, err)))
+        goto fail;
+    if (m->dt == TF_DTYPE_F32) m->wcompute = m->params;
+    else if ((st = alloc_dev(m, m->lay.n * m->esize, &m->wcompute, err))) goto fail;
+    if ((st = bert_copy(m, m->params, host, pbytes, TF_COPY_HOST_TO_DEVICE, err)) ||
+        (st = bert_zero(m, m->grads, pbytes, err)) || (st = bert_sync(m, err)))
+        goto fail;
+    free(host);
+    host = NULL;
+
+    if (a->max_rows > 0 && (st = bert_reserve(m, a->max_rows, a->max_seq, err))) goto fail;
+    fill_info(m);
+    *out = m;
+    return TF_OK;
+fail:
+    free(host);
+    bert_destroy(m);
+    return st;
+}
+
+static const tf_model_info *bert_info(tf_model *m) { return &m->info; }
+
+static void bert_params(tf_model *m, const tf_param_info **list, size_t *n)
+{
+    *list = m->lay.params;
+    *n = m->lay.nparams;
+}
+
+static void bert_buffers(tf_model *m, tf_model_buffers *out)
+{
+    out->params = m->params;
+    out->grads = m->grads;
+    out->n = m->lay.n;
+}
+
+static tf_status bert_zero_grad(tf_model *m, tf_error *err)
+{
+    return bert_zero(m, m->grads, m->lay.n * sizeof(float), err);
+}
+
+static tf_status bert_forward_slot(tf_model *m, const tf_batch *b, bool train,
+                                   tf_model_output *out, tf_error *err)
+{
+    return bert_forward(m, b, train, out, err);
+}
+
+static const tf_model_vtable bert_vtable = {
+    .size = TF_VTABLE_SIZE(tf_model_vtable),
+    .check_config = bert_check_config,
+    .create = bert_create,
+    .destroy = bert_destroy,
+    .info = bert_info,
+    .params = bert_params,
+    .buffers = bert_buffers,
+    .zero_grad = bert_zero_grad,
+    .forward = bert_forward_slot,
+    .backward = bert_backward,
+    .save = bert_save,
+    .reserve = bert_reserve_slot,
+    .set_step = bert_set_step,
+};
+
+TF_PLUGIN_DEFINE(TF_KIND_MODEL, "bert", "1.0.0",
+                 "BERT encoder with sequence-classification and question-answering heads "
+                 "(Hugging Face checkpoints)",
+                 NULL, &bert_vtable)

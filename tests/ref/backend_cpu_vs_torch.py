@@ -1,0 +1,415 @@
+#!/usr/bin/env python3
+"""backend_cpu_vs_torch: every backend-cpu op against PyTorch on the same inputs.
+
+Each op runs through tests/backend_op_driver (the plugin's code, fed from
+files) and through torch in float64 (the truth) and float32 (what Hugging Face
+users run), forward and backward. A comparison passes when the relative error
+of the tensor,
+
+    max |plugin - ref| / max |ref|                     <= 1e-5
+
+holds against both references, and elementwise
+
+    max |plugin - ref64| / max(|ref64|, 1% of max |ref64|)  <= 1e-4
+
+(elements that cancel to nearly 0 are held to the precision of the terms they
+came from; torch's own float32 results miss 1e-5 there, see the printed
+"torch f32 vs f64" column). Attention is also checked against transformers'
+own BertSelfAttention (eager), its q, k, v taken from the module's
+projections and their gradients from autograd. AdamW runs 10 steps with
+three weight-decay groups against torch.optim.AdamW.
+
+Exit 0 pass, 1 fail, 77 skip (driver not built).
+"""
+import atexit
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+RTOL = 1e-5
+top_builddir = os.environ.get("top_builddir", ".")
+DRIVER = os.path.join(top_builddir, "tests", "backend_op_driver")
+rng = np.random.default_rng(20240607)
+torch.manual_seed(0)
+passed = failed = 0
+
+
+def f32(a):
+    return np.ascontiguousarray(a, dtype=np.float32)
+
+
+def run(op, inputs, **params):
+    """Run the driver on `inputs` (name -> array); returns a reader of outputs."""
+    d = tempfile.mkdtemp(prefix="backend_cpu_vs_torch.")
+    atexit.register(shutil.rmtree, d, True)
+    for name, arr in inputs.items():
+        arr.tofile(os.path.join(d, name))
+    args = [DRIVER, op, d] + ["%s=%s" % kv for kv in params.items()]
+    res = subprocess.run(args, capture_output=True, text=True)
+    if res.returncode != 0:
+        raise RuntimeError("%s failed: %s" % (" ".join(args), res.stderr.strip()))
+
+    def read(name, shape, dtype=np.float32):
+        return np.fromfile(os.path.join(d, name), dtype=dtype).reshape(shape)
+
+    return read
+
+
+def norm_err(got, ref):
+    got = np.asarray(got, dtype=np.float64)
+    ref = np.asarray(ref, dtype=np.float64)
+    if not ref.size:
+        return 0.0
+    return float(np.max(np.abs(got - ref)) / max(np.max(np.abs(ref)), 1e-300))
+
+
+def elem_err(got, ref):
+    got = np.asarray(got, dtype=np.float64)
+    ref = np.asarray(ref, dtype=np.float64)
+    if not ref.size:
+        return 0.0
+    scale = np.maximum(np.abs(ref), 0.01 * np.max(np.abs(ref)) + 1e-300)
+    return float(np.max(np.abs(got - ref) / scale))
+
+
+def compare(what, got, ref64, ref32=None):
+    global passed, failed
+    n64, e64 = norm_err(got, ref64), elem_err(got, ref64)
+    ok = n64 <= RTOL and e64 <= 10 * RTOL
+    line = "%-46s vs f64 %.1e (elementwise %.1e)" % (what, n64, e64)
+    if ref32 is not None:
+        n32 = norm_err(got, ref32)
+        ok = ok and n32 <= RTOL
+        line += "  vs torch f32 %.1e  [torch f32 vs f64 %.1e, elementwise %.1e]" % (
+            n32, norm_err(ref32, ref64), elem_err(ref32, ref64))
+    print(("ok   " if ok else "FAIL ") + line)
+    if ok:
+        passed += 1
+    else:
+        failed += 1
+
+
+def t(a, dtype, grad=False):
+    x = torch.tensor(np.asarray(a), dtype=dtype)
+    return x.requires_grad_(grad)
+
+
+# --- GEMM (+ bias, + bias and GELU) -------------------------------------------
+
+
+def check_gemm(m, n, k, ta, tb, alpha, beta, epilogue, gelu):
+    a = f32(rng.standard_normal((k, m) if ta else (m, k)))
+    b = f32(rng.standard_normal((n, k) if tb else (k, n)))
+    c = f32(rng.standard_normal((m, n)))
+    bias = f32(rng.standard_normal(n))
+    out = run("gemm", {"a": a, "b": b, "c": c, "bias": bias}, m=m, n=n, k=k, ta=int(ta),
+              tb=int(tb), alpha=alpha, beta=beta, epilogue=epilogue, gelu=gelu)
+    got, aux = out("c_out", (m, n)), out("aux", (m, n))
+    refs = []
+    for dt in (torch.float64, torch.float32):
+        A, B, C = t(a, dt), t(b, dt), t(c, dt)
+        A = A.T if ta else A
+        B = B.T if tb else B
+        pre = alpha * (A @ B) + (beta * C if beta else 0)
+        if epilogue:
+            pre = pre + t(bias, dt)
+        post = F.gelu(pre, approximate="tanh" if gelu else "none") if epilogue == 2 else pre
+        refs.append((pre.numpy(), post.numpy()))
+    name = "gemm %dx%dx%d t%d%d ep%d%s" % (m, n, k, ta, tb, epilogue, " tanh" if gelu else "")
+    compare(name, got, refs[0][1], refs[1][1])
+    if epilogue == 2:
+        compare(name + " aux", aux, refs[0][0], refs[1][0])
+
+
+# --- LayerNorm ------------------------------------------------------------------
+
+
+def check_layernorm(rows, cols, eps, residual):
+    x = f32(rng.standard_normal((rows, cols)) * 2 + 0.3)
+    res = f32(rng.standard_normal((rows, cols)))
+    gamma = f32(1 + 0.1 * rng.standard_normal(cols))
+    beta = f32(0.1 * rng.standard_normal(cols))
+    dy = f32(rng.standard_normal((rows, cols)))
+    inputs = {"x": x, "gamma": gamma, "beta": beta, "dy": dy}
+    if residual:
+        inputs["res"] = res
+    out = run("layernorm", inputs, rows=rows, cols=cols, eps=repr(eps), residual=int(residual))
+    got = {k: out(k, s) for k, s in (("y", (rows, cols)), ("dx", (rows, cols)),
+                                     ("dgamma", (cols,)), ("dbeta", (cols,)),
+                                     ("mean", (rows,)), ("rstd", (rows,)))}
+    refs = []
+    for dt in (torch.float64, torch.float32):
+        inp = (t(x, dt) + t(res, dt) if residual else t(x, dt)).detach().requires_grad_(True)
+        g, b = t(gamma, dt, True), t(beta, dt, True)
+        y = F.layer_norm(inp, (cols,), g, b, eps)
+        y.backward(t(dy, dt))
+        _, mean, rstd = torch.native_layer_norm(inp.detach(), (cols,), g.detach(), b.detach(), eps)
+        refs.append({"y": y.detach().numpy(), "dx": inp.grad.numpy(), "dgamma": g.grad.numpy(),
+                     "dbeta": b.grad.numpy(), "mean": mean.reshape(-1).numpy(),
+                     "rstd": rstd.reshape(-1).numpy()})
+    for k in got:
+        compare("layernorm %dx%d eps=%g res=%d %s" % (rows, cols, eps, residual, k), got[k],
+                refs[0][k], refs[1][k])
+
+
+# --- GELU (both forms) and tanh ---------------------------------------------------
+
+
+def check_activation(kind):
+    n = 100003
+    x = f32(np.concatenate([np.linspace(-9, 9, 40001), 3 * rng.standard_normal(n - 40001)]))
+    dy = f32(rng.standard_normal(n))
+    if kind == "tanh":
+        out = run("tanh", {"x": x, "dy": dy}, n=n)
+    else:
+        out = run("gelu", {"x": x, "dy": dy}, n=n, kind=0 if kind == "gelu" else 1)
+    y, dx = out("y", (n,)), out("dx", (n,))
+    refs = []
+    for dt in (torch.float64, torch.float32):
+        xt = t(x, dt, True)
+        if kind == "tanh":
+            yt = torch.tanh(xt)
+        elif kind == "gelu":
+            yt = F.gelu(xt)
+        else:
+            yt = F.gelu(xt, approximate="tanh")
+        yt.backward(t(dy, dt))
+        refs.append((yt.detach().numpy(), xt.grad.numpy()))
+    compare(kind + " forward", y, refs[0][0], refs[1][0])
+    compare(kind + " backward", dx, refs[0][1], refs[1][1])
+    if kind == "gelu_new":
+        # Hugging Face's own module for hidden_act "gelu_new", op by op in Python
+        from transformers.activations import NewGELUActivation
+        act = NewGELUActivation()
+        hf = []
+        for dt in (torch.float64, torch.float32):
+            xt = t(x, dt, True)
+            yt = act(xt)
+            yt.backward(t(dy, dt))
+            hf.append((yt.detach().numpy(), xt.grad.numpy()))
+        compare("gelu_new vs transformers NewGELUActivation", y, hf[0][0], hf[1][0])
+        compare("gelu_new backward vs NewGELUActivation", dx, hf[0][1], hf[1][1])
+
+
+# --- attention ------------------------------------------------------------------------
+
+
+def hf_math_attention(qkv, mask, B, S, nh, hd, dt):
+    """BertSelfAttention's eager math on a fused qkv [B, S, 3H]."""
+    H = nh * hd
+    parts = qkv.view(B, S, 3, nh, hd)
+    q, k, v = (parts[:, :, i].permute(0, 2, 1, 3) for i in range(3))
+    scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(hd)
+    ext = (1.0 - mask[:, None, None, :].to(dt)) * torch.finfo(dt).min
+    probs = F.softmax(scores + ext, dim=-1)
+    return torch.matmul(probs, v).permute(0, 2, 1, 3).reshape(B, S, H)
+
+
+def make_mask(B, S):
+    mask = np.ones((B, S), dtype=np.int32)
+    for b in range(B):
+        mask[b, rng.integers(1, S + 1):] = 0  # right padding, as the tokenizer pads
+    mask[0, :] = 1  # no padding
+    if B > 2:
+        mask[2, :] = 0  # fully masked: uniform probabilities, as HF
+    return mask
+
+
+def check_attention(B, S, nh, hd):
+    H = nh * hd
+    qkv = f32(rng.standard_normal((B, S, 3 * H)))
+    dout = f32(rng.standard_normal((B, S, H)))
+    mask = make_mask(B, S)
+    out = run("attention", {"qkv": qkv, "mask": mask, "dout": dout}, batch=B, seq=S, heads=nh,
+              head_dim=hd, scale=repr(float(np.float32(1 / math.sqrt(hd)))))
+    o, dq = out("out", (B, S, H)), out("dqkv", (B, S, 3 * H))
+    refs = []
+    for dt in (torch.float64, torch.float32):
+        x = t(qkv, dt, True)
+        y = hf_math_attention(x, torch.tensor(mask), B, S, nh, hd, dt)
+        y.backward(t(dout, dt))
+        refs.append((y.detach().numpy(), x.grad.numpy()))
+    name = "attention B%d S%d heads%d d%d" % (B, S, nh, hd)
+    compare(name + " out", o, refs[0][0], refs[1][0])
+    compare(name + " dqkv", dq, refs[0][1], refs[1][1])
+
+
+def check_bert_self_attention(B, S, nh, hd):
+    """transformers' BertSelfAttention module itself: q, k, v from its Linear
+    projections (captured by hooks), gradients by autograd."""
+    from transformers import BertConfig
+    from transformers.models.bert.modeling_bert import BertSelfAttention
+    H = nh * hd
+    cfg = BertConfig(hidden_size=H, num_attention_heads=nh, intermediate_size=4 * H,
+                     attention_probs_dropout_prob=0.0)
+    cfg._attn_implementation = "eager"
+    torch.manual_seed(1)
+    base = BertSelfAttention(cfg).eval()
+    h = rng.standard_normal((B, S, H))
+    dout = f32(rng.standard_normal((B, S, H)))
+    mask = make_mask(B, S)
+    res = {}
+    for dt in (torch.float64, torch.float32):
+        mod = BertSelfAttention(cfg).eval().to(dt)
+        mod.load_state_dict(base.state_dict())
+        captured = []
+
+        def hook(_m, _inp, output):
+            output.retain_grad()
+            captured.append(output)
+        hooks = [getattr(mod, n).register_forward_hook(hook) for n in ("query", "key", "value")]
+        ext = (1.0 - torch.tensor(mask)[:, None, None, :].to(dt)) * torch.finfo(dt).min
+        y = mod(torch.tensor(h, dtype=dt), attention_mask=ext)[0]
+        y.backward(torch.tensor(dout, dtype=dt))
+        for hk in hooks:
+            hk.remove()
+        res[dt] = (torch.cat([c.detach() for c in captured], -1).numpy(), y.detach().numpy(),
+                   torch.cat([c.grad for c in captured], -1).numpy())
+    qkv = f32(res[torch.float64][0])
+    out = run("attention", {"qkv": qkv, "mask": mask, "dout": dout}, batch=B, seq=S, heads=nh,
+              head_dim=hd, scale=repr(float(np.float32(1 / math.sqrt(hd)))))
+    o, dq = out("out", (B, S, H)), out("dqkv", (B, S, 3 * H))
+    name = "BertSelfAttention B%d S%d heads%d d%d" % (B, S, nh, hd)
+    compare(name + " out", o, res[torch.float64][1], res[torch.float32][1])
+    compare(name + " dq,dk,dv", dq, res[torch.float64][2], res[torch.float32][2])
+
+
+# --- cross-entropy ------------------------------------------------------------------------
+
+
+def check_cross_entropy(rows, classes, ignore_index, grad_scale, n_ignored):
+    logits = f32(rng.standard_normal((rows, classes)) * 3)
+    labels = rng.integers(0, classes, rows).astype(np.int32)
+    labels[rng.permutation(rows)[:n_ignored]] = ignore_index
+    out = run("cross_entropy", {"logits": logits, "labels": labels}, rows=rows, classes=classes,
+              ignore_index=ignore_index, grad_scale=repr(grad_scale))
+    loss, dl = out("loss", (1,)), out("dlogits", (rows, classes))
+    refs = []
+    for dt in (torch.float64, torch.float32):
+        x = t(logits, dt, True)
+        lab = torch.tensor(labels, dtype=torch.long)
+        ls = F.cross_entropy(x, lab, ignore_index=ignore_index)
+        if n_ignored < rows:
+            (ls * grad_scale).backward()
+            g = x.grad.numpy()
+            lv = ls.detach().numpy().reshape(1)
+        else:  # torch: nan; the backend contract: 0 and no gradient
+            g = np.zeros((rows, classes))
+            lv = np.zeros(1)
+        refs.append((lv, g))
+    name = "cross_entropy %dx%d ignore=%d ignored=%d" % (rows, classes, ignore_index, n_ignored)
+    compare(name + " loss", loss, refs[0][0], refs[1][0])
+    compare(name + " dlogits", dl, refs[0][1], refs[1][1])
+
+
+# --- AdamW ------------------------------------------------------------------------------
+
+
+def check_adamw(steps=10):
+    sizes, wds = [5000, 3001, 777], [0.01, 0.0, 0.1]
+    n = sum(sizes)
+    p0 = f32(rng.standard_normal(n))
+    grads = f32(rng.standard_normal((steps, n)))
+    lr, b1, b2, eps, gs = (float(np.float32(v)) for v in (2e-3, 0.9, 0.999, 1e-8, 0.5))
+    wds = [float(np.float32(w)) for w in wds]
+    offs = np.cumsum([0] + sizes[:-1])
+    # segments listed out of order on purpose
+    segs = ",".join("%d:%d:%r" % (offs[i], sizes[i], wds[i]) for i in (2, 0, 1))
+    out = run("adamw", {"p": p0, "grads": grads}, n=n, steps=steps, lr=repr(lr), beta1=repr(b1),
+              beta2=repr(b2), eps=repr(eps), grad_scale=repr(gs), segs=segs)
+    got = {"p": out("p_out", (n,)), "exp_avg": out("m", (n,)), "exp_avg_sq": out("v", (n,))}
+    refs = []
+    for dt in (torch.float64, torch.float32):
+        params = [t(p0[o:o + s], dt, True) for o, s in zip(offs, sizes)]
+        opt = torch.optim.AdamW([{"params": [p], "weight_decay": w} for p, w in zip(params, wds)],
+                                lr=lr, betas=(b1, b2), eps=eps)
+        for step in range(steps):
+            for p, o, s in zip(params, offs, sizes):
+                p.grad = t(grads[step, o:o + s], dt) * gs
+            opt.step()
+        r = {"p": torch.cat([p.detach() for p in params]).numpy()}
+        for key in ("exp_avg", "exp_avg_sq"):
+            r[key] = torch.cat([opt.state[p][key] for p in params]).numpy()
+        refs.append(r)
+    for key in got:
+        compare("adamw %d steps %s" % (steps, key), got[key], refs[0][key], refs[1][key])
+
+
+# --- embeddings, bias gradient -------------------------------------------------------------
+
+
+def check_embedding(rows, vocab, dim):
+    ids = rng.integers(0, vocab, rows).astype(np.int32)
+    ids[:10] = 3  # repeated ids: their gradients sum
+    table = f32(rng.standard_normal((vocab, dim)))
+    dout = f32(rng.standard_normal((rows, dim)))
+    out = run("embedding", {"ids": ids, "table": table, "dout": dout}, rows=rows, vocab=vocab,
+              dim=dim)
+    o, dt_ = out("out", (rows, dim)), out("dtable", (vocab, dim))
+    refs = []
+    for dt in (torch.float64, torch.float32):
+        w = t(table, dt, True)
+        y = F.embedding(torch.tensor(ids, dtype=torch.long), w)
+        y.backward(t(dout, dt))
+        refs.append((y.detach().numpy(), w.grad.numpy()))
+    compare("embedding %d rows vocab %d dim %d out" % (rows, vocab, dim), o, refs[0][0], refs[1][0])
+    compare("embedding %d rows vocab %d dim %d dtable" % (rows, vocab, dim), dt_, refs[0][1],
+            refs[1][1])
+
+
+def check_sum_rows(rows, cols):
+    dy = f32(rng.standard_normal((rows, cols)))
+    db = run("sum_rows", {"dy": dy}, rows=rows, cols=cols)("db", (cols,))
+    compare("sum_rows %dx%d" % (rows, cols), db, dy.astype(np.float64).sum(0),
+            torch.tensor(dy).sum(0).numpy())
+
+
+def main():
+    if not os.access(DRIVER, os.X_OK):
+        print("SKIP: %s is not built (backend-cpu needs OpenBLAS)" % DRIVER)
+        return 77
+    torch.set_num_threads(1)
+    checks = [
+        lambda: check_gemm(200, 96, 64, False, True, 1.0, 0.0, 1, 0),
+        lambda: check_gemm(128, 256, 64, False, True, 1.0, 0.0, 2, 0),
+        lambda: check_gemm(64, 100, 300, True, False, 1.0, 0.0, 2, 1),
+        lambda: check_gemm(33, 65, 17, True, True, 0.5, 1.0, 0, 0),
+        lambda: check_gemm(96, 40, 2048, True, False, 1.0, 1.0, 0, 0),
+        lambda: check_layernorm(512, 256, 1e-12, True),
+        lambda: check_layernorm(7, 384, 1e-5, False),
+        lambda: check_layernorm(1, 33, 1e-12, True),
+        lambda: check_activation("gelu"),
+        lambda: check_activation("gelu_new"),
+        lambda: check_activation("tanh"),
+        lambda: check_attention(4, 32, 4, 16),
+        lambda: check_attention(3, 128, 12, 32),
+        lambda: check_attention(2, 9, 2, 64),
+        lambda: check_bert_self_attention(3, 20, 4, 16),
+        lambda: check_cross_entropy(64, 2, -100, 1.0, 10),
+        lambda: check_cross_entropy(16, 384, 384, 0.5, 3),
+        lambda: check_cross_entropy(300, 30522, -100, 1.0, 50),
+        lambda: check_cross_entropy(5, 7, -100, 1.0, 5),
+        check_adamw,
+        lambda: check_embedding(2048, 1000, 256),
+        lambda: check_sum_rows(2048, 384),
+    ]
+    global failed
+    for c in checks:
+        try:
+            c()
+        except Exception as e:  # a driver failure is a failed check, with its message
+            print("FAIL %s" % e)
+            failed += 1
+    print("backend_cpu_vs_torch: %d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

