@@ -1,0 +1,100 @@
+#!/bin/sh
+# The trainer end to end on the CPU (bert-tiny, learnable synthetic data):
+# outputs (results.json with Trainer's keys, log.jsonl, checkpoints in Hugging
+# Face layout, the final model), save_total_limit, resume_from_checkpoint
+# continuing EXACTLY (dropout on: same losses as the uninterrupted run), and a
+# diverging run stopping with the step number while its last checkpoint stays
+# whole.
+set -u
+: "${top_builddir:?}" "${top_srcdir:?}"
+tfcore="$top_builddir/core/tfcore"
+tmp=$(mktemp -d /tmp/tfcore-train-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+
+cat >"$tmp/tiny.cfg" <<'CFG'
+model = { plugin = "bert"; preset = "bert-tiny"; task = "classification"; num_labels = 2;
+          max_position_embeddings = 64; };
+data = { plugin = "synthetic"; task = "classification"; num_labels = 2; seq_len = 32;
+         num_examples = 64; eval_examples = 32; learnable = true; };
+training = { num_train_epochs = 2.0; per_device_train_batch_size = 8; per_device_eval_batch_size = 16;
+             learning_rate = 1e-3; warmup_ratio = 0.1; logging_steps = 1; eval_strategy = "epoch";
+             save_strategy = "steps"; save_steps = 8; seed = 3; };
+CFG
+
+# 1. an uninterrupted run
+if "$tfcore" -c "$tmp/tiny.cfg" -o training.output_dir="$tmp/a" >"$tmp/a.out" 2>&1; then ok; else
+    bad "uninterrupted run failed"; cat "$tmp/a.out"; fi
+for f in results.json log.jsonl config.json model.safetensors checkpoint-8/config.json \
+         checkpoint-8/model.safetensors checkpoint-8/optimizer.safetensors checkpoint-8/trainer_state.json \
+         checkpoint-16/trainer_state.json; do
+    [ -s "$tmp/a/$f" ] && ok || bad "run a has no $f"
+done
+python3 - "$tmp/a" <<'PY' && ok || bad "results.json / log.jsonl content"
+import json, sys
+d = sys.argv[1]
+r = json.load(open(d + "/results.json"))
+for k in ("train_runtime", "train_samples_per_second", "train_steps_per_second", "train_loss", "epoch",
+          "eval_loss", "eval_accuracy"):
+    assert k in r, k
+assert r["epoch"] == 2.0 and r["tfcore"]["global_step"] == 16, r
+logs = [json.loads(l) for l in open(d + "/log.jsonl")]
+steps = [l["step"] for l in logs if "loss" in l]
+assert steps == list(range(1, 17)), steps
+assert sum(1 for l in logs if "eval_loss" in l) == 2
+PY
+
+# 2. save_total_limit keeps only the newest checkpoint
+"$tfcore" -c "$tmp/tiny.cfg" -o training.output_dir="$tmp/lim" -o training.save_total_limit=1 >/dev/null 2>&1
+[ -d "$tmp/lim/checkpoint-16" ] && [ ! -d "$tmp/lim/checkpoint-8" ] && ok || bad "save_total_limit=1 kept $(ls "$tmp/lim")"
+
+# 3. resume from checkpoint-8 into another folder: steps 9..16 must be identical
+if "$tfcore" -c "$tmp/tiny.cfg" -o training.output_dir="$tmp/b" \
+        -o training.resume_from_checkpoint="$tmp/a/checkpoint-8" >"$tmp/b.out" 2>&1; then ok; else
+    bad "resumed run failed"; cat "$tmp/b.out"; fi
+grep -q "resumed from $tmp/a/checkpoint-8 at step 8" "$tmp/b.out" && ok || bad "no 'resumed from' line"
+python3 - "$tmp/a" "$tmp/b" <<'PY' && ok || bad "resumed losses differ from the uninterrupted run"
+import json, sys
+a = {l["step"]: l for l in map(json.loads, open(sys.argv[1] + "/log.jsonl")) if "loss" in l}
+b = {l["step"]: l for l in map(json.loads, open(sys.argv[2] + "/log.jsonl")) if "loss" in l}
+assert sorted(b) == list(range(9, 17)), sorted(b)
+for s in b:
+    for k in ("loss", "grad_norm", "learning_rate"):
+        assert a[s][k] == b[s][k], (s, k, a[s][k], b[s][k])
+ra, rb = json.load(open(sys.argv[1] + "/results.json")), json.load(open(sys.argv[2] + "/results.json"))
+assert ra["train_loss"] == rb["train_loss"] and ra["eval_loss"] == rb["eval_loss"], (ra, rb)
+PY
+cmp -s "$tmp/a/model.safetensors" "$tmp/b/model.safetensors" && ok || bad "final models differ after resume"
+
+# resume from the latest checkpoint of output_dir ("last")
+"$tfcore" -c "$tmp/tiny.cfg" -o training.output_dir="$tmp/a" -o training.resume_from_checkpoint=last \
+    -o training.num_train_epochs=3.0 >"$tmp/c.out" 2>&1 && ok || { bad "resume 'last' failed"; cat "$tmp/c.out"; }
+grep -q "checkpoint-16 at step 16" "$tmp/c.out" && ok || bad "resume 'last' did not pick checkpoint-16"
+
+# a corrupt checkpoint: one clear line naming the file, exit 5
+printf 'garbage' >"$tmp/a/checkpoint-8/optimizer.safetensors"
+"$tfcore" -c "$tmp/tiny.cfg" -o training.output_dir="$tmp/d" \
+    -o training.resume_from_checkpoint="$tmp/a/checkpoint-8" >/dev/null 2>"$tmp/d.err"
+rc=$?
+# (info lines may come first; the error is the one line after them, and the last)
+[ "$rc" -eq 5 ] && tail -n 1 "$tmp/d.err" | grep -q "^tfcore: .*checkpoint-8/optimizer.safetensors: byte 0: " \
+    && [ "$(grep -vc '^tfcore: \(model\|training\): ' "$tmp/d.err")" -eq 1 ] && ok \
+    || { bad "corrupt checkpoint: exit $rc"; cat "$tmp/d.err"; }
+
+# 4. divergence: the run stops naming the step; completed checkpoints stay whole
+"$tfcore" -c "$tmp/tiny.cfg" -o training.output_dir="$tmp/nan" -o training.learning_rate=1e12 \
+    -o training.max_grad_norm=0.0 -o training.save_steps=1 -o training.warmup_ratio=0.0 >"$tmp/nan.out" 2>&1
+rc=$?
+[ "$rc" -eq 1 ] && grep -Eq "tfcore: step [0-9]+: the training loss is (nan|inf); stopping" "$tmp/nan.out" && ok \
+    || { bad "divergence: exit $rc"; tail -3 "$tmp/nan.out"; }
+for c in "$tmp"/nan/checkpoint-*; do
+    [ -d "$c" ] || continue
+    case "$c" in *.tmp) bad "left a partial checkpoint $c"; continue ;; esac
+    [ -s "$c/trainer_state.json" ] && [ -s "$c/model.safetensors" ] && ok || bad "checkpoint $c is incomplete"
+done
+
+echo "test_train: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
