@@ -44,7 +44,8 @@ core_tfcore_SOURCES = \
 	core/src/cli_main.c core/src/cli.h \
 	core/src/cli_plugins.c \
 	core/src/cli_train.c \
-	core/src/cli_bench.c
+	core/src/cli_bench.c \
+	core/src/cli_predict.c
 core_tfcore_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/core/src $(LIBCONFIG_CFLAGS) $(JANSSON_CFLAGS)
 core_tfcore_LDADD = core/libtfcore.la $(JANSSON_LIBS)
 

@@ -47,6 +47,23 @@ assert steps == list(range(1, 17)), steps
 assert sum(1 for l in logs if "eval_loss" in l) == 2
 PY
 
+# predict with the trained model: id inputs; a text input needs a vocab (bert-tiny has none)
+printf '{"input_ids": [101, 1000, 5, 102]}\n\n{"input_ids": [101, 7, 1001, 9, 102], "attention_mask": [1, 1, 1, 1, 1]}\n' >"$tmp/in.jsonl"
+"$tfcore" predict -c "$tmp/tiny.cfg" --model "$tmp/a" --input "$tmp/in.jsonl" --output "$tmp/out.jsonl" >/dev/null 2>&1 \
+    && [ "$(grep -c '"label"' "$tmp/out.jsonl")" -eq 2 ] && ok || bad "predict on input_ids"
+printf '{"text": "hello"}\n' >"$tmp/text.jsonl"
+"$tfcore" predict -c "$tmp/tiny.cfg" --model "$tmp/a" --input "$tmp/text.jsonl" --output "$tmp/o2.jsonl" 2>"$tmp/p.err" >/dev/null
+rc=$?
+[ "$rc" -eq 5 ] && grep -q "text.jsonl:1: a text input needs a vocabulary" "$tmp/p.err" && [ ! -e "$tmp/o2.jsonl" ] && ok \
+    || { bad "predict text without vocab: exit $rc"; cat "$tmp/p.err"; }
+printf '{"input_ids": [101, 40000, 102]}\n' >"$tmp/bad.jsonl"
+"$tfcore" predict -c "$tmp/tiny.cfg" --model "$tmp/a" --input "$tmp/bad.jsonl" --output "$tmp/o3.jsonl" 2>"$tmp/p.err" >/dev/null
+[ $? -eq 5 ] && grep -q "bad.jsonl:1: input_ids\[1\] = 40000 is outside the vocabulary" "$tmp/p.err" && ok \
+    || { bad "predict with an out-of-vocabulary id"; cat "$tmp/p.err"; }
+printf '{"input_ids": [101, 5, 102]\n' >"$tmp/broken.jsonl"
+"$tfcore" predict -c "$tmp/tiny.cfg" --model "$tmp/a" --input "$tmp/broken.jsonl" --output "$tmp/o4.jsonl" 2>"$tmp/p.err" >/dev/null
+[ $? -eq 5 ] && grep -q "broken.jsonl:1:[0-9]*: " "$tmp/p.err" && ok || { bad "predict on malformed JSON"; cat "$tmp/p.err"; }
+
 # 2. save_total_limit keeps only the newest checkpoint
 "$tfcore" -c "$tmp/tiny.cfg" -o training.output_dir="$tmp/lim" -o training.save_total_limit=1 >/dev/null 2>&1
 [ -d "$tmp/lim/checkpoint-16" ] && [ ! -d "$tmp/lim/checkpoint-8" ] && ok || bad "save_total_limit=1 kept $(ls "$tmp/lim")"
@@ -95,6 +112,30 @@ for c in "$tmp"/nan/checkpoint-*; do
     case "$c" in *.tmp) bad "left a partial checkpoint $c"; continue ;; esac
     [ -s "$c/trainer_state.json" ] && [ -s "$c/model.safetensors" ] && ok || bad "checkpoint $c is incomplete"
 done
+
+# 5. question answering end to end: SQuAD v2 through data-squad, batches padded to
+#    their longest row, evaluation writing predictions.json / null_odds.json
+cat >"$tmp/qa.cfg" <<CFG
+model = { plugin = "bert"; preset = "bert-tiny"; task = "question-answering"; max_position_embeddings = 128; };
+data = { plugin = "squad"; train_file = "$top_srcdir/tests/data/squad/mini-v2.0.json";
+         validation_file = "$top_srcdir/tests/data/squad/mini-v2.0.json";
+         vocab_file = "$top_srcdir/tests/data/data-squad/vocab.txt"; max_seq_length = 64; doc_stride = 16;
+         pad_to_max_length = false; };
+training = { output_dir = "$tmp/qa"; num_train_epochs = 1.0; per_device_train_batch_size = 4;
+             per_device_eval_batch_size = 3; eval_strategy = "epoch"; save_strategy = "no"; logging_steps = 1; };
+CFG
+if "$tfcore" -c "$tmp/qa.cfg" >"$tmp/qa.out" 2>&1; then ok; else bad "QA run failed"; tail -5 "$tmp/qa.out"; fi
+python3 - "$tmp/qa" <<'PY' && ok || bad "QA results"
+import json, sys
+d = sys.argv[1]
+r = json.load(open(d + "/results.json"))
+for k in ("eval_exact", "eval_f1", "eval_HasAns_exact", "eval_NoAns_exact", "eval_best_f1"):
+    assert k in r, (k, r)
+assert "eval_loss" not in r  # as Trainer with run_qa: eval features carry no labels
+p = json.load(open(d + "/predictions.json"))
+n = json.load(open(d + "/null_odds.json"))
+assert len(p) == 12 and set(p) == set(n), (len(p), len(n))  # the 12 questions of the file
+PY
 
 echo "test_train: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

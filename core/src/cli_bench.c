@@ -73,7 +73,7 @@ int tf_cli_bench(int argc, char **argv)
     }
     tf_error err = {0};
     tf_plan plan;
-    if (tf_plan_resolve(&plan, config, ov, nov, &err)) {
+    if (tf_plan_resolve(&plan, config, ov, nov, NULL, 0, &err)) {
         rc = tf_cli_fail(&err);
         goto out;
     }

@@ -21,7 +21,7 @@ static const cli_verb verbs[] = {
     {"train", tf_cli_train, "fine-tune as the config says (the default verb)"},
     {"plugins", tf_cli_plugins, "list the plugins found, rejected, or unable to run here"},
     {"eval", NULL, "evaluate a saved model on a config's eval split"},
-    {"predict", NULL, "run a model on JSONL inputs and write logits/labels"},
+    {"predict", tf_cli_predict, "run a model on JSONL inputs and write logits/labels"},
     {"bench", tf_cli_bench, "time full training steps (samples/s, GFLOP/s, peak memory)"},
     {"tokenize", tf_cli_tokenize, "tokenize stdin lines with a WordPiece vocab, one JSON array per line"},
     {"squad-eval", tf_cli_squad_eval, "score SQuAD predictions exactly as the official script"},

@@ -53,7 +53,7 @@ int tf_cli_train(int argc, char **argv)
     }
     tf_error err = {0};
     tf_plan plan;
-    if (tf_plan_resolve(&plan, config, overrides, nover, &err)) {
+    if (tf_plan_resolve(&plan, config, overrides, nover, NULL, 0, &err)) {
         rc = tf_cli_fail(&err);
         goto out;
     }

@@ -389,3 +389,16 @@ done:
     free(text);
     return st;
 }
+
+tf_status tf_config_unset(tf_config *cfg, const char *dotted, tf_error *err)
+{
+    if (cfg->reading)
+        return tf_error_set(err, TF_ERR_RUNTIME, "config: cannot unset '%s' after settings were read", dotted);
+    config_setting_t *s = config_lookup(&cfg->lc, dotted);
+    if (!s) return TF_OK;
+    config_setting_t *parent = config_setting_parent(s);
+    const char *name = config_setting_name(s);
+    if (!parent || !name || config_setting_remove(parent, name) != CONFIG_TRUE)
+        return tf_error_set(err, TF_ERR_RUNTIME, "config: cannot remove '%s'", dotted);
+    return TF_OK;
+}

@@ -51,10 +51,11 @@ static tf_status pick_plugin(tf_plan *plan, uint32_t kind, const char *fallback,
 }
 
 tf_status tf_plan_resolve(tf_plan *plan, const char *config_file, char *const *overrides,
-                          size_t noverrides, tf_error *err)
+                          size_t noverrides, const char *const *unsets, size_t nunsets, tf_error *err)
 {
     memset(plan, 0, sizeof *plan);
     tf_status st = tf_config_load(&plan->cfg, config_file, err);
+    for (size_t i = 0; !st && i < nunsets; i++) st = tf_config_unset(plan->cfg, unsets[i], err);
     for (size_t i = 0; !st && i < noverrides; i++) st = tf_config_override(plan->cfg, overrides[i], err);
     if (st) goto fail;
 

@@ -23,11 +23,12 @@ typedef struct tf_plan {
     tf_training_args training;
 } tf_plan;
 
-/* Load `config_file`, apply `overrides` ("section.key=value"), find and check
- * every plugin, read every key (each plugin's check_config and the training
- * arguments), and fail on any key nobody read. */
+/* Load `config_file`, remove the dotted keys in `unsets` (may be NULL),
+ * apply `overrides` ("section.key=value"), find and check every plugin, read
+ * every key (each plugin's check_config and the training arguments), and
+ * fail on any key nobody read. */
 tf_status tf_plan_resolve(tf_plan *plan, const char *config_file, char *const *overrides,
-                          size_t noverrides, tf_error *err);
+                          size_t noverrides, const char *const *unsets, size_t nunsets, tf_error *err);
 void tf_plan_free(tf_plan *plan);
 
 /* Human-readable summary of the plugins chosen, as libconfig comments. */

@@ -68,7 +68,7 @@ typedef struct tf_trainer {
     double total_loss;        /* sum over steps of the step's mean loss (Trainer's tr_loss) */
     int64_t skipped_steps;
     tf_training_plan steps;   /* the step counts Trainer derives */
-    tf_metrics last_eval;     /* the latest evaluation's metrics (eval_loss first) */
+    tf_metrics last_eval;     /* the latest evaluation's metrics (eval_loss first, except QA) */
 
     FILE *log;                /* output_dir/log.jsonl */
     char *output_dir;

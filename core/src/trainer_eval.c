@@ -14,21 +14,34 @@ void tf_metrics_add(tf_metrics *m, const char *name, double value)
     m->value[m->n++] = value;
 }
 
-/* Logits of `rows` rows into host f32 out[rows, cols]. */
-static tf_status logits_to_host(tf_trainer *t, const tf_model_output *o, float *out, void *staging, tf_error *err)
+/* One batch's logits [o->rows, o->cols] into host f32 out[o->rows, width]:
+ * a batch padded to its own longest row has fewer QA columns than the split's
+ * width; the columns past it get -100, the value Hugging Face pads QA logits
+ * with (so no padded position can win a top-n search). staging: at least
+ * o->rows * o->cols * 4 bytes. */
+static tf_status logits_to_host(tf_trainer *t, const tf_model_output *o, float *out, int width, void *staging,
+                                tf_error *err)
 {
     size_t n = (size_t)o->rows * (size_t)o->cols;
     size_t es = tf_dtype_size(o->logits_dtype);
-    void *dst = o->logits_dtype == TF_DTYPE_F32 ? (void *)out : staging;
-    tf_status st = t->bvt->memcpy(t->be, dst, o->logits, n * es, TF_COPY_DEVICE_TO_HOST, NULL);
+    if (o->cols > width) return tf_error_set(err, TF_ERR_RUNTIME, "model logits are %d wide, more than %d", o->cols, width);
+    tf_status st = t->bvt->memcpy(t->be, staging, o->logits, n * es, TF_COPY_DEVICE_TO_HOST, NULL);
     if (!st) st = t->bvt->stream_sync(t->be, NULL, err);
     if (st) return st;
-    if (o->logits_dtype == TF_DTYPE_F16 || o->logits_dtype == TF_DTYPE_BF16) {
-        const unsigned short *h = staging;
-        for (size_t i = 0; i < n; i++)
-            out[i] = o->logits_dtype == TF_DTYPE_F16 ? tf_f16_to_f32(h[i]) : tf_bf16_to_f32(h[i]);
-    } else if (o->logits_dtype != TF_DTYPE_F32) {
+    if (o->logits_dtype != TF_DTYPE_F32 && o->logits_dtype != TF_DTYPE_F16 && o->logits_dtype != TF_DTYPE_BF16)
         return tf_error_set(err, TF_ERR_RUNTIME, "model logits in unsupported dtype %s", tf_dtype_name(o->logits_dtype));
+    for (int r = 0; r < o->rows; r++) {
+        float *dst = out + (size_t)r * (size_t)width;
+        for (int c = 0; c < o->cols; c++) {
+            size_t i = (size_t)r * (size_t)o->cols + (size_t)c;
+            if (o->logits_dtype == TF_DTYPE_F32)
+                dst[c] = ((const float *)staging)[i];
+            else if (o->logits_dtype == TF_DTYPE_F16)
+                dst[c] = tf_f16_to_f32(((const unsigned short *)staging)[i]);
+            else
+                dst[c] = tf_bf16_to_f32(((const unsigned short *)staging)[i]);
+        }
+        for (int c = o->cols; c < width; c++) dst[c] = -100.0f;
     }
     return TF_OK;
 }
@@ -44,8 +57,16 @@ tf_status tf_trainer_evaluate(tf_trainer *t, double epoch, tf_metrics *out, tf_e
     size_t *idx = malloc(B * sizeof *idx);
     tf_status st = idx ? TF_OK : tf_error_set(err, TF_ERR_RUNTIME, "out of memory");
     double loss_sum = 0;
-    int cols = 0;
+    bool qa = t->info->task == TF_TASK_QUESTION_ANSWERING;
+    /* every row at the split's full width: [rows, num_labels] or [rows, seq, 2] */
+    int cols = qa ? 2 * t->dvt->seq_len(t->ds, TF_SPLIT_EVAL) : t->info->num_labels;
     size_t batches = 0;
+    if (!st) {
+        logits = malloc(rows * (size_t)cols * sizeof *logits);
+        staging = malloc((size_t)t->rows_cap * (size_t)cols * 4);
+        if (!logits || !staging)
+            st = tf_error_set(err, TF_ERR_RUNTIME, "out of memory for %zu x %d eval logits", rows, cols);
+    }
     for (size_t first = 0; !st && first < rows; first += B) {
         size_t n = rows - first < B ? rows - first : B;
         for (size_t i = 0; i < n; i++) idx[i] = first + i;
@@ -53,16 +74,7 @@ tf_status tf_trainer_evaluate(tf_trainer *t, double epoch, tf_metrics *out, tf_e
         if ((st = tf_trainer_upload(t, err))) break;
         tf_model_output o;
         if ((st = t->mvt->forward(t->model, &t->dev, false, &o, err))) break;
-        if (!logits) { /* once per run: [rows, cols] for the whole split */
-            cols = o.cols;
-            logits = malloc(rows * (size_t)cols * sizeof *logits);
-            staging = malloc((size_t)t->rows_cap * (size_t)cols * 4);
-            if (!logits || !staging) {
-                st = tf_error_set(err, TF_ERR_RUNTIME, "out of memory for %zu x %d eval logits", rows, cols);
-                break;
-            }
-        }
-        if ((st = logits_to_host(t, &o, logits + first * (size_t)cols, staging, err))) break;
+        if ((st = logits_to_host(t, &o, logits + first * (size_t)cols, cols, staging, err))) break;
         loss_sum += (double)o.loss * (double)n;
         batches++;
     }
@@ -74,7 +86,8 @@ tf_status tf_trainer_evaluate(tf_trainer *t, double epoch, tf_metrics *out, tf_e
     if (st) return st;
     double runtime = tf_now() - t0;
     tf_metrics m = {0};
-    tf_metrics_add(&m, "eval_loss", loss_sum / (double)rows);
+    /* run_qa's eval features carry no labels, so Trainer reports no eval_loss for QA */
+    if (!qa) tf_metrics_add(&m, "eval_loss", loss_sum / (double)rows);
     for (int i = 0; i < ds_metrics.n; i++) {
         char name[TF_METRIC_NAME_MAX + 8];
         snprintf(name, sizeof name, "eval_%s", ds_metrics.name[i]);

@@ -29,7 +29,7 @@ tf_status tf_trainer_step(tf_trainer *t, tf_sampler *s, const tf_lr_schedule *lr
 /* Copy t->host (filled by the dataset) into t->dev. */
 tf_status tf_trainer_upload(tf_trainer *t, tf_error *err);
 
-/* Evaluate on the whole eval split; fills t->last_eval (eval_loss, the
+/* Evaluate on the whole eval split; fills t->last_eval (eval_loss (not for QA, as Trainer), the
  * dataset's metrics as eval_*, eval_runtime, eval_samples_per_second,
  * eval_steps_per_second, epoch), logs and prints it. out may be NULL. */
 tf_status tf_trainer_evaluate(tf_trainer *t, double epoch, tf_metrics *out, tf_error *err);

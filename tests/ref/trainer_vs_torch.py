@@ -156,6 +156,24 @@ def main():
         err = (tf_logits - ref_logits).abs().max().item() / max(1.0, ref_logits.abs().max().item())
         check(err < 1e-3, f"eval logits of tfcore's final model differ from torch's by {err:.2e}")
 
+        # tfcore predict with the saved model on the eval texts: the same logits as torch
+        inp = os.path.join(d, "predict.jsonl")
+        with open(inp, "w", encoding="utf-8") as f:
+            for t, _ in evalr:
+                f.write(json.dumps({"text": t}, ensure_ascii=False) + "\n")
+        outp = os.path.join(d, "predicted.jsonl")
+        cfgp = os.path.join(d, "t.cfg")
+        r = subprocess.run([tfcore, "predict", "-c", cfgp, "--model", out_dir, "--input", inp, "--output", outp,
+                            "--max-length", "64"], capture_output=True, text=True)
+        check(r.returncode == 0, f"tfcore predict failed: {r.stderr}")
+        if r.returncode == 0:
+            got = [json.loads(l) for l in open(outp)]
+            check(len(got) == len(evalr), f"predict wrote {len(got)} lines for {len(evalr)} inputs")
+            tl = torch.tensor([g["logits"] for g in got])
+            perr = (tl - tf_logits).abs().max().item() / max(1.0, tf_logits.abs().max().item())
+            check(perr < 1e-4, f"predict logits differ from transformers on the saved model by {perr:.2e}")
+            check([g["label"] for g in got] == tf_logits.argmax(-1).tolist(), "predict labels differ")
+
         # evaluation: tfcore's eval_loss / eval_accuracy on the eval file
         _, out2 = run_tfcore(d, model_dir, trainf, evalf,
                              ["-o", "training.eval_strategy=steps", "-o", "training.eval_steps=8"])

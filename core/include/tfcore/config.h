@@ -56,6 +56,12 @@ void tf_config_free(tf_config *cfg);
  * TF_ERR_CONFIG naming the override. Must be called before any accessor. */
 tf_status tf_config_override(tf_config *cfg, const char *assignment, tf_error *err);
 
+/* Remove "section.key" (dotted, may reach into groups) if it is set; absent
+ * is not an error. Like overrides, only before any accessor ran. Used where
+ * one setting replaces another: `tfcore predict --model DIR` sets
+ * model.pretrained and drops model.preset. */
+tf_status tf_config_unset(tf_config *cfg, const char *dotted, tf_error *err);
+
 /* The section called `name` (created empty if absent). Never NULL on valid cfg. */
 tf_section *tf_config_section(tf_config *cfg, const char *name);
 /* True when the file or an override set anything in section `name`. */
