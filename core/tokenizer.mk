@@ -16,7 +16,7 @@ pkginclude_HEADERS += core/include/tfcore/tokenizer.h
 core_tfcore_SOURCES += core/src/cli_tokenize.c
 
 check_PROGRAMS += tests/test_tokenizer
-tests_test_tokenizer_SOURCES = tests/test_tokenizer.c
+tests_test_tokenizer_SOURCES = tests/test_tokenizer.c core/src/cli_tokenize.c
 tests_test_tokenizer_CPPFLAGS = $(TEST_CPPFLAGS) -DTF_SRCDIR='"$(abs_top_srcdir)"'
 tests_test_tokenizer_LDADD = $(TEST_LDADD)
 TESTS += tests/test_tokenizer tests/ref/tokenizer_vs_hf.py

@@ -6,10 +6,14 @@
  * large comparison lives in tests/ref/tokenizer_vs_hf.py. Every error path
  * of the loader and the encoder is exercised at the end. */
 #include <check.h>
+#include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "cli.h" /* tf_cli_tokenize: core/src/cli_tokenize.c is linked in */
 #include "tfcore/log.h"
 #include "tfcore/tokenizer.h"
 
@@ -694,11 +698,26 @@ START_TEST(test_vocab_txt_errors)
     /* not a regular file */
     ck_assert_int_eq(tf_tokenizer_load("/dev/null", NULL, &tok, &err), TF_ERR_DATA);
     ck_assert_msg(strstr(err.msg, "/dev/null: not a regular file"), "%s", err.msg);
-    /* options of the wrong size */
+    /* options from a caller with a shorter struct (an older header): init
+     * writes only what it has, load refuses what it cannot read */
     tf_tokenizer_options o;
-    tf_tokenizer_options_init(&o);
-    o.size = 4;
+    memset(&o, 0x55, sizeof o);
+    tf_tokenizer_options_init_size(&o, 8);
+    ck_assert_uint_eq(o.size, 8);
+    ck_assert_int_eq(o.do_lower_case, -1);
+    ck_assert_int_eq(o.strip_accents, 0x55555555);
     ck_assert_int_eq(tf_tokenizer_load(DATA "vocab.txt", &o, &tok, &err), TF_ERR_USAGE);
+    ck_assert_msg(strstr(err.msg, "options of size 8"), "%s", err.msg);
+    tf_tokenizer_options_init_size(&o, 1000); /* a longer one: only ours is written */
+    ck_assert_uint_eq(o.size, sizeof o);
+    tf_tokenizer_options_init_size(&o, 2);    /* too short even for size: untouched */
+    ck_assert_uint_eq(o.size, sizeof o);
+    tf_encode_options eo;
+    tf_encode_options_init_size(&eo, 4);
+    ck_assert_uint_eq(eo.size, 4);
+    tf_encoding en;
+    tf_encoding_init_size(&en, 1 << 20);
+    ck_assert_uint_eq(en.size, sizeof en);
 }
 END_TEST
 
@@ -854,6 +873,14 @@ START_TEST(test_encode_errors)
     bad.truncation = (tf_truncation)7;
     ck_assert_int_eq(tf_tokenizer_encode(tok, "a", 1, NULL, 0, &bad, &e, &err), TF_ERR_USAGE);
     ck_assert_int_eq(tf_tokenizer_encode(tok, NULL, 3, NULL, 0, NULL, &e, &err), TF_ERR_USAGE);
+    /* an encoding that was never initialized */
+    tf_encoding zeroed;
+    memset(&zeroed, 0, sizeof zeroed);
+    ck_assert_int_eq(tf_tokenizer_encode(tok, "a", 1, NULL, 0, NULL, &zeroed, &err), TF_ERR_USAGE);
+    ck_assert_msg(strstr(err.msg, "not initialized"), "%s", err.msg);
+    ck_assert_int_eq(tf_tokenizer_encode(tok, "a", 1, NULL, 0, NULL, NULL, &err), TF_ERR_USAGE);
+    tf_encoding_free(&zeroed);
+    ck_assert_uint_eq(zeroed.size, sizeof zeroed);
     /* the second text's errors say so: a pair with a text over 2^31 bytes */
     ck_assert_int_eq(tf_tokenizer_encode(tok, "a", 1, "b", (size_t)1 << 31, NULL, &e, &err), TF_ERR_USAGE);
     ck_assert_msg(strstr(err.msg, "second text: tokenizer: text of"), "%s", err.msg);
@@ -898,6 +925,17 @@ START_TEST(test_reuse_and_growth)
     IDS(e, 0, CLS, UNK, SEP);
     OFFS(e, 0, 0, 0, 0, (int32_t)m, 0, 0);
     free(w);
+    /* a run of 200000 combining marks: NFD reorders it in linear time */
+    size_t k = 100000;
+    char *marks = malloc(4 * k + 3);
+    marks[0] = 'a';
+    for (size_t i = 0; i < k; i++) memcpy(marks + 1 + 4 * i, "\xcc\x81\xcc\x96", 4); /* U+0301 U+0316 */
+    marks[1 + 4 * k] = 'b';
+    marks[2 + 4 * k] = '\0';
+    e = enc(tok, marks); /* the marks are Mn: stripped, "ab" is left */
+    IDS(e, 0, CLS, A, CB, SEP);
+    OFFS(e, 0, 0, 0, 0, 1, (int32_t)(2 * k + 1), (int32_t)(2 * k + 2), 0, 0);
+    free(marks);
     free(big);
     tf_encoding fresh;
     tf_encoding_init(&fresh);
@@ -905,6 +943,210 @@ START_TEST(test_reuse_and_growth)
     tf_encoding_free(NULL);
     tf_tokenizer_free(NULL);
     tf_tokenizer_free(tok);
+}
+END_TEST
+
+/* ------------------------------------------------------ tfcore tokenize */
+
+typedef struct cli_result {
+    int rc;
+    char out[1 << 16];
+    char err[4096];
+} cli_result;
+
+static void slurp(const char *path, char *buf, size_t cap)
+{
+    FILE *f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    size_t n = fread(buf, 1, cap - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+}
+
+/* Run `tfcore tokenize ARGS...` (NULL-terminated) with `in` as stdin
+ * (stdin_path overrides it) and stdout_path (or a temp file) as stdout. */
+static void run_cli_io(cli_result *r, const char *in, size_t in_len, const char *stdin_path,
+                       const char *stdout_path, ...)
+{
+    char *argv[32];
+    int argc = 0;
+    argv[argc++] = "tokenize";
+    va_list ap;
+    va_start(ap, stdout_path);
+    const char *a;
+    while ((a = va_arg(ap, const char *)) != NULL && argc < 31) argv[argc++] = (char *)a;
+    va_end(ap);
+    argv[argc] = NULL;
+    char in_path[256], out_path[256], err_path[256];
+    snprintf(in_path, sizeof in_path, "%s/stdin", tmpdir);
+    snprintf(out_path, sizeof out_path, "%s/stdout", tmpdir);
+    snprintf(err_path, sizeof err_path, "%s/stderr", tmpdir);
+    FILE *f = fopen(in_path, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(in, 1, in_len, f), in_len);
+    fclose(f);
+    ck_assert_ptr_nonnull(freopen(stdin_path ? stdin_path : in_path, "rb", stdin));
+    fflush(stdout);
+    fflush(stderr);
+    int so = dup(1), se = dup(2);
+    int fo = open(stdout_path ? stdout_path : out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    int fe = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ck_assert(so >= 0 && se >= 0 && fo >= 0 && fe >= 0);
+    dup2(fo, 1);
+    dup2(fe, 2);
+    r->rc = tf_cli_tokenize(argc, argv);
+    fflush(stdout);
+    clearerr(stdout);
+    fflush(stderr);
+    dup2(so, 1);
+    dup2(se, 2);
+    close(so);
+    close(se);
+    close(fo);
+    close(fe);
+    if (stdout_path)
+        r->out[0] = '\0';
+    else
+        slurp(out_path, r->out, sizeof r->out);
+    slurp(err_path, r->err, sizeof r->err);
+}
+
+#define run_cli(r, in, ...) run_cli_io(r, in, strlen(in), NULL, NULL, __VA_ARGS__, (const char *)NULL)
+
+static void cli_ok(const char *in, const char *want, ...)
+{
+    /* up to 11 arguments after --vocab DATA/vocab.txt, NULL-terminated */
+    const char *args[12] = {0};
+    va_list ap;
+    va_start(ap, want);
+    for (int i = 0; i < 11; i++)
+        if (!(args[i] = va_arg(ap, const char *))) break;
+    va_end(ap);
+    static cli_result r;
+    run_cli_io(&r, in, strlen(in), NULL, NULL, "--vocab", DATA "vocab.txt", args[0], args[1], args[2],
+               args[3], args[4], args[5], args[6], args[7], args[8], args[9], args[10], (const char *)NULL);
+    ck_assert_msg(r.rc == 0, "exit %d: %s", r.rc, r.err);
+    ck_assert_str_eq(r.out, want);
+}
+
+static void cli_fails(int rc, const char *err_part, const char *in, ...)
+{
+    const char *args[12] = {0};
+    va_list ap;
+    va_start(ap, in);
+    for (int i = 0; i < 11; i++)
+        if (!(args[i] = va_arg(ap, const char *))) break;
+    va_end(ap);
+    static cli_result r;
+    run_cli_io(&r, in, strlen(in), NULL, NULL, args[0], args[1], args[2], args[3], args[4], args[5],
+               args[6], args[7], args[8], args[9], args[10], (const char *)NULL);
+    ck_assert_msg(r.rc == rc, "exit %d, expected %d: %s", r.rc, rc, r.err);
+    ck_assert_msg(strncmp(r.err, "tfcore tokenize: ", 17) == 0 && strstr(r.err, err_part) != NULL,
+                  "stderr '%s' lacks '%s'", r.err, err_part);
+    ck_assert_msg(strchr(r.err, '\n') == r.err + strlen(r.err) - 1, "not one line: '%s'", r.err);
+}
+
+#define V "--vocab", DATA "vocab.txt"
+
+START_TEST(test_cli_outputs)
+{
+    cli_ok("Hello, world!\nunaffable\n", "[2,9,11,10,12,3]\n[2,6,7,8,3]\n", NULL);
+    cli_ok("", "", NULL);
+    cli_ok("hello", "[2,9,3]\n", NULL); /* no newline at the end */
+    cli_ok("hello\n", "{\"ids\":[2,9,3],\"type_ids\":[0,0,0],\"attention_mask\":[1,1,1],"
+           "\"offsets\":[[0,0],[0,5],[0,0]]}\n", "--json", NULL);
+    cli_ok("hello\n", "{\"ids\":[2,9,3,0],\"type_ids\":[0,0,0,0],\"attention_mask\":[1,1,1,0],"
+           "\"offsets\":[[0,0],[0,5],[0,0],[0,0]],\"sequence_ids\":[null,0,null,null],"
+           "\"word_ids\":[null,0,null,null]}\n", "--json", "--details", "--max-length", "4", "--pad", NULL);
+    cli_ok("Caf\xc3\xa9\n", "[2,1,3]\n", "--no-lower", NULL);
+    cli_ok("\xc4\xb0\n", "[2,27,28,3]\n", "--no-strip-accents", NULL);
+    cli_ok("hello\tworld\n", "[2,9,3,10,3]\n", "--pair", NULL);
+    cli_ok("a b a b a\n", "[2,19,21,3]\n", "--max-length", "4", NULL);
+    cli_ok("a b a b a\n", "[[2,19,21,3],[2,21,19,3],[2,19,21,3],[2,21,19,3]]\n", "--max-length=4", "--stride=1",
+           "--overflow", NULL);
+    cli_ok("a b a b a\n", "[19,21,19,21,19]\n", "--no-special", NULL);
+    cli_ok("a b a b a\n", "[2,19,21,19,21,19,3]\n", "--max-length", "4", "--truncation", "none", NULL);
+    cli_ok("x\ta b a b a b a b\n",
+           "{\"ids\":[2,23,3,19,21,19,3],\"type_ids\":[0,0,0,1,1,1,1],\"attention_mask\":[1,1,1,1,1,1,1],"
+           "\"offsets\":[[0,0],[0,1],[0,0],[0,1],[2,3],[4,5],[0,0]],\"overflowing\":["
+           "{\"ids\":[2,23,3,19,21,19,3],\"type_ids\":[0,0,0,1,1,1,1],\"attention_mask\":[1,1,1,1,1,1,1],"
+           "\"offsets\":[[0,0],[0,1],[0,0],[4,5],[6,7],[8,9],[0,0]]},"
+           "{\"ids\":[2,23,3,19,21,19,3],\"type_ids\":[0,0,0,1,1,1,1],\"attention_mask\":[1,1,1,1,1,1,1],"
+           "\"offsets\":[[0,0],[0,1],[0,0],[8,9],[10,11],[12,13],[0,0]]},"
+           "{\"ids\":[2,23,3,19,21,3],\"type_ids\":[0,0,0,1,1,1],\"attention_mask\":[1,1,1,1,1,1],"
+           "\"offsets\":[[0,0],[0,1],[0,0],[12,13],[14,15],[0,0]]}]}\n",
+           "--pair", "--json", "--max-length", "7", "--truncation", "only_second", "--stride", "1", "--overflow",
+           NULL);
+    /* JSON input: newlines and TABs inside texts */
+    cli_ok("\"a\\nb\\tx\"\n\"\"\n", "[2,19,21,23,3]\n[2,3]\n", "--json-input", NULL);
+    cli_ok("[\"hello\",\"world\"]\n", "[2,9,3,10,3]\n", "--json-input", "--pair", NULL);
+    /* decode */
+    cli_ok("[2,9,11,10,12,3]\n[]\n", "\"[CLS] hello, world! [SEP]\"\n\"\"\n", "--decode", NULL);
+    cli_ok("[2,42,14,43,3]\n", "\"don't\"\n", "--decode", "--skip-special-tokens", NULL);
+    cli_ok("[2,42,14,43,3]\n", "\"[CLS] don ' t [SEP]\"\n", "--decode", "--no-cleanup", NULL);
+    /* a tokenizer.json and a model folder work as --vocab */
+    static cli_result r;
+    /* --keep-going: a bad line becomes {"error": ...}, the rest is done, and
+     * the exit code is the first error's */
+    run_cli(&r, "[\"hello\",\"world\"]\n\"a\"\n", V, "--json-input", "--keep-going");
+    ck_assert_int_eq(r.rc, 5);
+    ck_assert_str_eq(r.out, "{\"error\":\"--json-input: expected a JSON string\"}\n[2,19,3]\n");
+    ck_assert_str_eq(r.err, "");
+    run_cli(&r, "hello\n", "--vocab", DATA "tokenizer.json");
+    ck_assert_int_eq(r.rc, 0);
+    ck_assert_str_eq(r.out, "[2,9,3]\n");
+    run_cli(&r, "hello\n", "--vocab", DATA);
+    ck_assert_str_eq(r.out, "[2,9,3]\n");
+    run_cli(&r, "", "--help");
+    ck_assert_int_eq(r.rc, 0);
+    ck_assert_msg(strncmp(r.out, "usage: tfcore tokenize --vocab FILE", 35) == 0, "%s", r.out);
+}
+END_TEST
+
+START_TEST(test_cli_errors)
+{
+    /* usage (exit 2) */
+    cli_fails(2, "--vocab FILE is required (see tfcore tokenize --help)", "", "--json", NULL);
+    cli_fails(2, "unknown option '--bogus'", "", V, "--bogus", NULL);
+    cli_fails(2, "--max-length needs a value", "", V, "--max-length", NULL);
+    cli_fails(2, "--max-length: 'abc' is not a valid count", "", V, "--max-length", "abc", NULL);
+    cli_fails(2, "--stride: '-1' is not a valid count", "", V, "--stride=-1", NULL);
+    cli_fails(2, "--max-line-bytes: '0' is not a valid count", "", V, "--max-line-bytes", "0", NULL);
+    cli_fails(2, "--truncation: 'most' is not", "", V, "--max-length", "5", "--truncation", "most", NULL);
+    cli_fails(2, "--truncation needs --max-length", "", V, "--truncation", "only_first", NULL);
+    cli_fails(2, "--pad, --overflow and --stride need --max-length", "", V, "--pad", NULL);
+    cli_fails(2, "--details goes with --json", "", V, "--details", NULL);
+    cli_fails(2, "--skip-special-tokens and --no-cleanup go with --decode", "", V, "--no-cleanup", NULL);
+    /* a line the options cannot encode: the library's code (usage), or with
+     * --keep-going an {"error"} line and the same exit code at the end */
+    cli_fails(2, "stdin:2: tokenizer: truncation only_second needs a second text", "a\na b a b\n", V,
+              "--max-length", "4", "--truncation", "only_second", NULL);
+    static cli_result r;
+    run_cli(&r, "a b a b\na\n", V, "--max-length", "4", "--truncation", "only_second", "--keep-going");
+    ck_assert_int_eq(r.rc, 2);
+    ck_assert_str_eq(r.out, "{\"error\":\"tokenizer: truncation only_second needs a second text\"}\n[2,19,3]\n");
+    /* bad vocabulary or input (exit 5) */
+    char path[256];
+    snprintf(path, sizeof path, "%s", write_tmp("empty.txt", "", 0));
+    cli_fails(5, "empty.txt:0: empty vocab", "", "--vocab", path, NULL);
+    cli_fails(5, "stdin:1: --pair needs two texts separated by a TAB", "hello\n", V, "--pair", NULL);
+    cli_fails(5, "stdin:1: --json-input: column", "{nope\n", V, "--json-input", NULL);
+    cli_fails(5, "stdin:1: --json-input --pair: expected", "\"a\"\n", V, "--json-input", "--pair", NULL);
+    cli_fails(5, "stdin:1: --decode: column", "[1,\n", V, "--decode", NULL);
+    cli_fails(5, "stdin:1: --decode: expected a JSON array", "{}\n", V, "--decode", NULL);
+    cli_fails(5, "stdin:2: --decode: element 1 is not a 32-bit integer", "[1]\n[1,4294967296]\n", V, "--decode",
+              NULL);
+    cli_fails(5, "stdin:2: line longer than 10 bytes (--max-line-bytes)", "hello\nhello world!\n", V,
+              "--max-line-bytes", "10", NULL);
+    /* I/O (exit 1): stdin that cannot be read, stdout that cannot be written */
+    run_cli_io(&r, "", 0, tmpdir, NULL, V, (const char *)NULL);
+    ck_assert_int_eq(r.rc, 1);
+    ck_assert_msg(strstr(r.err, "stdin:1: read error"), "%s", r.err);
+    if (access("/dev/full", W_OK) == 0) {
+        run_cli_io(&r, "hello\n", 6, NULL, "/dev/full", V, (const char *)NULL);
+        ck_assert_int_eq(r.rc, 1);
+        ck_assert_msg(strstr(r.err, "writing stdout"), "%s", r.err);
+    }
 }
 END_TEST
 
@@ -938,6 +1180,8 @@ static Suite *suite(void)
     tcase_add_test(e, test_vocab_txt_quirks);
     tcase_add_test(e, test_tokenizer_json_errors);
     tcase_add_test(e, test_encode_errors);
+    tcase_add_test(e, test_cli_outputs);
+    tcase_add_test(e, test_cli_errors);
     suite_add_tcase(s, e);
     return s;
 }

@@ -14,8 +14,6 @@
 #include "cli.h"
 #include "tfcore/tokenizer.h"
 
-int tf_cli_tokenize(int argc, char **argv);
-
 static const char *const usage_text =
     "usage: tfcore tokenize --vocab FILE [--no-lower] [--max-length N] [--pair] [--json]\n"
     "                       [--truncation STRATEGY] [--stride N] [--overflow] [--pad]\n"
@@ -70,6 +68,21 @@ static int fail(tf_status code, const char *fmt, ...)
     fputc('\n', stderr);
     va_end(ap);
     return code ? (int)code : 1;
+}
+
+/* "tfcore tokenize: <message> (see tfcore tokenize --help)", exit code 2;
+ * the same line as the other verbs' tf_cli_usage_error, written here so that
+ * this file needs only libtfcore (tests/test_tokenizer.c links it). */
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("tfcore tokenize: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputs(" (see tfcore tokenize --help)\n", stderr);
+    va_end(ap);
+    return TF_ERR_USAGE;
 }
 
 static int parse_count(const char *s, long max, long *out)
@@ -281,7 +294,6 @@ static tf_status decode_line(const tf_tokenizer *tok, const char *line, size_t l
 
 int tf_cli_tokenize(int argc, char **argv)
 {
-    const char *verb = "tokenize";
     const char *vocab = NULL;
     int json = 0, pair = 0, overflow = 0, details = 0, json_input = 0, keep_going = 0;
     int decode = 0, skip_special = 0, cleanup = 1;
@@ -307,7 +319,7 @@ int tf_cli_tokenize(int argc, char **argv)
                 else if (i + 1 < argc)
                     val = argv[++i];
                 else
-                    return tf_cli_usage_error(verb, "%s needs a value", name);
+                    return usage_error("%s needs a value", name);
                 break;
             }
         }
@@ -322,7 +334,7 @@ int tf_cli_tokenize(int argc, char **argv)
                                                               : &max_line;
                 long lim = dst == &max_line ? (long)1 << 40 : 0x7fffffffL;
                 if (parse_count(val, lim, dst) != 0 || (dst == &max_line && *dst == 0))
-                    return tf_cli_usage_error(verb, "%s: '%s' is not a valid count", name, val);
+                    return usage_error("%s: '%s' is not a valid count", name, val);
             }
         } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             fputs(usage_text, stdout);
@@ -356,10 +368,10 @@ int tf_cli_tokenize(int argc, char **argv)
         } else if (strcmp(a, "--no-special") == 0) {
             eo.add_special_tokens = 0;
         } else {
-            return tf_cli_usage_error(verb, "unknown option '%s'", a);
+            return usage_error("unknown option '%s'", a);
         }
     }
-    if (!vocab) return tf_cli_usage_error(verb, "--vocab FILE is required");
+    if (!vocab) return usage_error("--vocab FILE is required");
     if (strategy) {
         if (strcmp(strategy, "longest_first") == 0)
             eo.truncation = TF_TRUNCATE_LONGEST_FIRST;
@@ -370,17 +382,17 @@ int tf_cli_tokenize(int argc, char **argv)
         else if (strcmp(strategy, "none") == 0)
             eo.truncation = TF_TRUNCATE_NONE;
         else
-            return tf_cli_usage_error(verb, "--truncation: '%s' is not longest_first, only_first, "
+            return usage_error("--truncation: '%s' is not longest_first, only_first, "
                                       "only_second or none", strategy);
-        if (max_length == 0) return tf_cli_usage_error(verb, "--truncation needs --max-length");
+        if (max_length == 0) return usage_error("--truncation needs --max-length");
     } else if (max_length > 0) {
         eo.truncation = TF_TRUNCATE_LONGEST_FIRST;
     }
     if ((eo.pad_to_max_length || overflow || stride) && max_length == 0)
-        return tf_cli_usage_error(verb, "--pad, --overflow and --stride need --max-length");
-    if (details && !json) return tf_cli_usage_error(verb, "--details goes with --json");
+        return usage_error("--pad, --overflow and --stride need --max-length");
+    if (details && !json) return usage_error("--details goes with --json");
     if ((skip_special || !cleanup) && !decode)
-        return tf_cli_usage_error(verb, "--skip-special-tokens and --no-cleanup go with --decode");
+        return usage_error("--skip-special-tokens and --no-cleanup go with --decode");
     eo.max_length = (int)max_length;
     eo.stride = (int)stride;
     eo.return_overflowing = overflow;

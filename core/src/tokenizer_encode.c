@@ -10,17 +10,27 @@
 
 #include "tokenizer_internal.h"
 
-void tf_encode_options_init(tf_encode_options *opt)
+void tf_encode_options_init_size(tf_encode_options *opt, size_t size)
 {
-    memset(opt, 0, sizeof *opt);
-    opt->size = sizeof *opt;
-    opt->add_special_tokens = 1;
-    opt->truncation = TF_TRUNCATE_NONE;
+    if (!opt) return;
+    tf_encode_options o;
+    memset(&o, 0, sizeof o);
+    o.size = sizeof o;
+    o.add_special_tokens = 1;
+    o.truncation = TF_TRUNCATE_NONE;
+    if (size > sizeof o) size = sizeof o;
+    if (size < sizeof o.size) return;
+    memcpy(opt, &o, size);
+    opt->size = (uint32_t)size;
 }
 
-void tf_encoding_init(tf_encoding *enc)
+void tf_encoding_init_size(tf_encoding *enc, size_t size)
 {
-    memset(enc, 0, sizeof *enc);
+    if (!enc) return;
+    if (size > sizeof *enc) size = sizeof *enc;
+    if (size < sizeof enc->size) return;
+    memset(enc, 0, size);
+    enc->size = (uint32_t)size;
 }
 
 static void scratch_free(struct tf_tok_scratch *sc)
@@ -34,6 +44,8 @@ static void scratch_free(struct tf_tok_scratch *sc)
     free(sc->norm_new);
     free(sc->bytes);
     free(sc->boff);
+    free(sc->tmp);
+    free(sc->tmp_new);
     for (int i = 0; i < 2; i++) {
         free(sc->seq[i].id);
         free(sc->seq[i].start);
@@ -55,7 +67,8 @@ void tf_encoding_free(tf_encoding *enc)
     free(enc->sequence_ids);
     free(enc->word_ids);
     scratch_free(enc->scratch);
-    tf_encoding_init(enc);
+    /* keep the caller's size; a zeroed, never initialized one is taken whole */
+    tf_encoding_init_size(enc, enc->size ? enc->size : sizeof *enc);
 }
 
 static tf_status oom(tf_error *err)
@@ -319,6 +332,13 @@ static tf_status check_options(const tf_encode_options *opt, tf_error *err)
                             (int)opt->truncation);
     if (opt->truncation != TF_TRUNCATE_NONE && opt->max_length == 0)
         return tf_error_set(err, TF_ERR_USAGE, "tokenizer: truncation needs max_length > 0");
+    /* tokenizers refuses such settings up front (enable_truncation), counting
+     * the 2 special tokens of a single text whatever is encoded; below 2 its
+     * usize subtraction wraps around and nothing is refused */
+    if (opt->truncation != TF_TRUNCATE_NONE && opt->max_length >= 2 && opt->max_length - 2 < opt->stride)
+        return tf_error_set(err, TF_ERR_USAGE,
+                            "tokenizer: stride %d is more than max_length %d less 2 special tokens",
+                            opt->stride, opt->max_length);
     return TF_OK;
 }
 
@@ -333,6 +353,9 @@ tf_status tf_tokenizer_encode(const tf_tokenizer *tok, const char *text, size_t 
         tf_encode_options_init(&dflt);
         opt = &dflt;
     }
+    if (!enc || enc->size < sizeof(tf_encoding))
+        return tf_error_set(err, TF_ERR_USAGE, "tokenizer: the encoding was not initialized "
+                            "(tf_encoding_init)");
     if (!text && len) return tf_error_set(err, TF_ERR_USAGE, "tokenizer: NULL text of %zu bytes", len);
     if (!enc->scratch && !(enc->scratch = calloc(1, sizeof *enc->scratch))) return oom(err);
     struct tf_tok_scratch *sc = enc->scratch;
@@ -344,13 +367,6 @@ tf_status tf_tokenizer_encode(const tf_tokenizer *tok, const char *text, size_t 
         return st;
     }
     int special = opt->add_special_tokens ? (has_pair ? 3 : 2) : 0;
-    /* tokenizers refuses such settings up front (enable_truncation), counting
-     * the 2 special tokens of a single text whatever is encoded; below 2 its
-     * usize subtraction wraps around and nothing is refused */
-    if (opt->truncation != TF_TRUNCATE_NONE && opt->max_length >= 2 && opt->max_length - 2 < opt->stride)
-        return tf_error_set(err, TF_ERR_USAGE,
-                            "tokenizer: stride %d is more than max_length %d less 2 special tokens",
-                            opt->stride, opt->max_length);
     /* max_length below the special tokens: tokenizers' usize subtraction
      * wraps around and nothing is truncated; keep that */
     int64_t ml = opt->truncation == TF_TRUNCATE_NONE || opt->max_length < special

@@ -182,6 +182,10 @@ struct tf_tok_scratch {
     size_t bytes_cap;
     int32_t *boff;   /* [boff_cap] byte offset of char k, k = 0..n */
     size_t boff_cap;
+    /* room to reorder a long run of combining marks */
+    uint32_t *tmp;   /* [tmp_cap] */
+    int8_t *tmp_new; /* [tmp_cap] */
+    size_t tmp_cap;
     tok_list seq[2];
     tok_range *win[2]; /* [win_cap[i]] windows of each sequence after truncation */
     int32_t win_cap[2];

@@ -48,6 +48,28 @@ static int norm_reserve(struct tf_tok_scratch *sc, size_t need)
     return 0;
 }
 
+/* Stable counting sort of norm[i..j) (and norm_new with it) by canonical
+ * combining class (1..254). */
+static int sort_run(struct tf_tok_scratch *sc, int32_t i, int32_t j)
+{
+    size_t n = (size_t)(j - i), c1 = sc->tmp_cap, c2 = sc->tmp_cap;
+    if (tok_grow((void **)&sc->tmp, &c1, n, sizeof *sc->tmp) ||
+        tok_grow((void **)&sc->tmp_new, &c2, n, sizeof *sc->tmp_new))
+        return -1;
+    sc->tmp_cap = c1 < c2 ? c1 : c2;
+    int32_t count[257] = {0}; /* [class + 1]: then where each class starts */
+    for (int32_t k = i; k < j; k++) count[tok_ccc(sc->norm[k]) + 1]++;
+    for (int c = 1; c < 257; c++) count[c] += count[c - 1];
+    for (int32_t k = i; k < j; k++) {
+        int32_t at = count[tok_ccc(sc->norm[k])]++;
+        sc->tmp[at] = sc->norm[k];
+        sc->tmp_new[at] = sc->norm_new[k];
+    }
+    memcpy(sc->norm + i, sc->tmp, n * sizeof *sc->tmp);
+    memcpy(sc->norm_new + i, sc->tmp_new, n * sizeof *sc->tmp_new);
+    return 0;
+}
+
 /* NFD of the current word as tokenizers does it: decompose every character
  * (the first code point of a decomposition "consumes" the source character,
  * the others are "inserted"), order each run of combining marks by
@@ -55,13 +77,13 @@ static int norm_reserve(struct tf_tok_scratch *sc, size_t need)
  * of the source character consumed last: tokenizers moves the consume /
  * insert flags along with the characters when it reorders, so after a
  * reordering the alignment follows the position, not the character. */
-static int nfd_word(struct tf_tok_scratch *sc, int32_t *nn)
+static int nfd_word(struct tf_tok_scratch *sc, int32_t rn, int32_t *nn)
 {
-    size_t need = (size_t)sc->raw_n * 4;
+    size_t need = (size_t)rn * 4; /* canonical decompositions are at most 4 long */
     if (norm_reserve(sc, need)) return -1;
     int32_t n = 0;
     int any_mark = 0;
-    for (int32_t k = 0; k < sc->raw_n; k++) {
+    for (int32_t k = 0; k < rn; k++) {
         uint32_t c = sc->raw[k];
         unsigned cls = tok_class(c);
         if (cls & TOKC_DECOMP) {
@@ -81,7 +103,7 @@ static int nfd_word(struct tf_tok_scratch *sc, int32_t *nn)
         }
     }
     if (any_mark) {
-        /* canonical ordering: stable insertion sort inside each run of ccc != 0 */
+        /* canonical ordering: a stable sort by class inside each run of ccc != 0 */
         int32_t i = 0;
         while (i < n) {
             if (tok_ccc(sc->norm[i]) == 0) {
@@ -90,6 +112,12 @@ static int nfd_word(struct tf_tok_scratch *sc, int32_t *nn)
             }
             int32_t j = i;
             while (j < n && tok_ccc(sc->norm[j]) != 0) j++;
+            if (j - i > 16) {
+                /* long runs (only crafted text has them): counting sort, linear */
+                if (sort_run(sc, i, j)) return -1;
+                i = j;
+                continue;
+            }
             for (int32_t a = i + 1; a < j; a++) {
                 uint32_t c = sc->norm[a];
                 int8_t f = sc->norm_new[a];
@@ -185,7 +213,7 @@ static tf_status flush_word(const tf_tokenizer *tok, struct tf_tok_scratch *sc, 
 {
     int32_t rn = sc->raw_n;
     if (rn == 0) return TF_OK;
-    sc->raw_n = 0;
+    sc->raw_n = 0; /* the next word starts empty */
     int ascii = 1;
     for (int32_t k = 0; k < rn; k++)
         if (sc->raw[k] >= 0x80) {
@@ -193,7 +221,6 @@ static tf_status flush_word(const tf_tokenizer *tok, struct tf_tok_scratch *sc, 
             break;
         }
     int32_t nn;
-    sc->raw_n = rn; /* nfd_word reads it */
     if (ascii || !tok->opt.strip_accents) {
         /* ASCII has nothing to decompose and no Mn */
         if (norm_reserve(sc, (size_t)rn)) return oom(err);
@@ -201,7 +228,7 @@ static tf_status flush_word(const tf_tokenizer *tok, struct tf_tok_scratch *sc, 
         memcpy(sc->norm_at, sc->raw_at, (size_t)rn * sizeof *sc->norm_at);
         nn = rn;
     } else {
-        if (nfd_word(sc, &nn)) return oom(err);
+        if (nfd_word(sc, rn, &nn)) return oom(err);
         int32_t w = 0;
         for (int32_t t = 0; t < nn; t++) {
             uint32_t c = sc->norm[t];
@@ -212,7 +239,6 @@ static tf_status flush_word(const tf_tokenizer *tok, struct tf_tok_scratch *sc, 
         }
         nn = w;
     }
-    sc->raw_n = 0;
     if (tok->opt.do_lower_case && lower_word(sc, &nn)) return oom(err);
 
     tf_status st;

@@ -633,13 +633,19 @@ out:
 
 /* ------------------------------------------------------------ public API */
 
-void tf_tokenizer_options_init(tf_tokenizer_options *opt)
+void tf_tokenizer_options_init_size(tf_tokenizer_options *opt, size_t size)
 {
-    opt->size = sizeof *opt;
-    opt->do_lower_case = -1;
-    opt->strip_accents = -1;
-    opt->tokenize_chinese_chars = -1;
-    opt->clean_text = -1;
+    if (!opt) return;
+    tf_tokenizer_options o;
+    o.size = sizeof o;
+    o.do_lower_case = -1;
+    o.strip_accents = -1;
+    o.tokenize_chinese_chars = -1;
+    o.clean_text = -1;
+    if (size > sizeof o) size = sizeof o; /* a newer caller: its extra fields stay as they are */
+    if (size < sizeof o.size) return;
+    memcpy(opt, &o, size);
+    opt->size = (uint32_t)size;
 }
 
 tf_status tf_tokenizer_load(const char *path, const tf_tokenizer_options *opt, tf_tokenizer **out,

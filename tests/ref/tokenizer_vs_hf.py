@@ -13,9 +13,12 @@ ids, and every overflowing window (or that both refuse the case).
     stride, overflowing windows and padding;
  3. SQuAD-style windows (only_second, 384/128, and small windows) and
     IMDB-style reviews truncated and padded to 512;
- 4. the model's tokenizer.json (and its folder) instead of vocab.txt;
+ 4. the model's tokenizer.json (and its folder) instead of vocab.txt, and
+    edited copies (clean_text, handle_chinese_chars, strip_accents off or
+    on, max_input_chars_per_word, continuing_subword_prefix, no normalizer);
  5. invalid UTF-8: raw byte lines, which Hugging Face gets decoded with
-    errors="replace";
+    errors="replace"; vocab.txt oddities (duplicates, CRLF, trailing
+    whitespace, empty lines) against tokenizers' WordPiece.from_file;
  6. a sweep of (nearly) every Unicode code point and of the random corpus
     with a vocabulary holding every normalized character, so that any
     difference in cleaning, CJK, NFD, accents, lowercasing or punctuation
@@ -307,6 +310,72 @@ def group_tokenizer_json(model):
                      "pad": True})
 
 
+def group_json_variants(model, tmp, n_random):
+    """tokenizer.json settings transformers' arguments do not reach: the
+    normalizer's clean_text / handle_chinese_chars / strip_accents, the
+    model's max_input_chars_per_word and continuing_subword_prefix; both sides
+    read the same edited file (tokenizers.Tokenizer.from_file)."""
+    from tokenizers import Tokenizer
+    with open(os.path.join(model, "tokenizer.json"), encoding="utf-8") as f:
+        base = json.load(f)
+    base["truncation"] = None  # tfcore ignores them; keep HF from applying them
+    base["padding"] = None
+    variants = [
+        ("chinese off", {"normalizer": {"handle_chinese_chars": False}}),
+        ("clean off", {"normalizer": {"clean_text": False}}),
+        ("clean off cased", {"normalizer": {"clean_text": False, "lowercase": False}}),
+        ("cased strip", {"normalizer": {"lowercase": False, "strip_accents": True}}),
+        ("lower keep accents", {"normalizer": {"strip_accents": False}}),
+        ("max 7 chars", {"model": {"max_input_chars_per_word": 7}}),
+        ("prefix @@", {"model": {"continuing_subword_prefix": "@@"}}),
+        ("no normalizer", {"normalizer": None}),
+    ]
+    texts = C.corpus(33, n_random)
+    for name, edit in variants:
+        d = json.loads(json.dumps(base))
+        for part, fields in edit.items():
+            if fields is None:
+                d[part] = None
+            else:
+                d[part].update(fields)
+        path = os.path.join(tmp, "variant.json")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(d, f, ensure_ascii=False)
+        hf = Tokenizer.from_file(path)
+        lines = [json.dumps(t, ensure_ascii=False).encode("utf-8") for t in texts]
+        mine = [windows_of_tfcore(x) for x in run_tfcore(path, lines, ["--json", "--details", "--json-input"])]
+        theirs = []
+        for e in hf.encode_batch(texts):
+            theirs.append([{"ids": e.ids, "type_ids": e.type_ids, "attention_mask": e.attention_mask,
+                            "offsets": [list(o) for o in e.offsets], "sequence_ids": e.sequence_ids,
+                            "word_ids": e.word_ids}])
+        for t, a, b in zip(texts, mine, theirs):
+            check("tokenizer.json " + name, t, a, b)
+
+
+def group_vocab_quirks(tmp):
+    """vocab.txt oddities against tokenizers' WordPiece.from_file: duplicate
+    tokens (the last line wins), CRLF line ends and trailing whitespace
+    (trimmed), an empty line (the token ""), no newline at the end."""
+    path = os.path.join(tmp, "quirks.txt")
+    with open(path, "wb") as f:
+        f.write(b"[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nhello\r\nworld  \nhello\n\n##s\t\nwor\n"
+                b"##ld\xc2\xa0\nx\n##s\nend")
+    hf = BertWordPieceTokenizer(path)
+    texts = ["hello world", "hellos worlds", "world", "wor ld", "end", "x xs", "", "hello\u00a0world"]
+    compare_group("vocab.txt quirks", path, hf, texts)
+    ids = [[5, 7], [6], [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15], [8, 9]]
+    for skip in (False, True):
+        args = ["--decode"] + (["--skip-special-tokens"] if skip else []) + ["--no-cleanup"]
+        cmd = tfcore_bin() + ["tokenize", "--vocab", path] + args
+        p = subprocess.run(cmd, input=b"\n".join(json.dumps(x).encode() for x in ids) + b"\n",
+                           capture_output=True)
+        got = [json.loads(o) for o in p.stdout.decode().split("\n")[:-1]]
+        want = [hf.decode(x, skip_special_tokens=skip) for x in ids]
+        for x, g, w in zip(ids, got, want):
+            check("vocab.txt quirks decode", x, g, w)
+
+
 def group_invalid_utf8(vocab, n):
     rng = random.Random(41)
     raw = [b"\xff", b"\xfe\xff", b"a\x80b", b"\xc0\xaf", b"\xe0\x80\xaf", b"\xed\xa0\x80",
@@ -356,22 +425,28 @@ def group_sweep(tmp, n_random):
         texts.append(" ".join("x%sy" % g for g in group) + " " + "".join(group))
     rnd = C.corpus(52, n_random)
     texts += rnd
-    # marks in every order after different bases
-    for _ in range(400):
+    # marks in every order after different bases, a few in long runs
+    for k in range(400):
+        most = 5 if k % 20 else 60
         texts.append("".join(rng.choice(["x", "e", "İ", "ß", " ", "中", "a"]) +
-                             "".join(rng.choice(C.MARKS) for _ in range(rng.randint(1, 5)))
+                             "".join(rng.choice(C.MARKS) for _ in range(rng.randint(1, most)))
                              for _ in range(rng.randint(1, 6))))
+    # runs of more than 16 marks (tfcore sorts those differently), some kept
+    # by strip_accents (Mc U+1D165/U+1D16D) so that their order shows
+    run = "\U0001d16d\U0001d165\u0316\u0301\u05b0\u0f72\u0f71"
+    texts += ["x" + run * 5 + "y", "e" + run[::-1] * 7 + " z", "x" + "\u0301\U0001d165" * 30 + "y",
+              "a" + "\U0001d16d\U0001d165" * 12 + "\u0f73" * 3 + "b"]
     # a vocabulary with every character any setting's normalizer produces
     chars = set("xyeai")
     for _, lower, strip in NORMALIZER_SETTINGS + [("chinese off", True, None)]:
         norm = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True,
                                           strip_accents=strip, lowercase=lower)
-        for c in cps:
-            chars.update(norm.normalize_str(chr(c)))
-        for t in rnd:
-            chars.update(norm.normalize_str(t))
-        for t in texts[-400:]:
-            chars.update(norm.normalize_str(t))
+        # normalization works character by character (NFD reorders only
+        # marks, whose set is what counts here): normalize in big chunks
+        for k in range(0, len(cps), 4096):
+            chars.update(norm.normalize_str("".join(chr(c) for c in cps[k:k + 4096])))
+        chars.update(norm.normalize_str("\n".join(rnd)))
+        chars.update(norm.normalize_str("\n".join(texts[-400:])))
     chars.discard(" ")
     vocab = os.path.join(tmp, "charvocab.txt")
     with open(vocab, "w", encoding="utf-8", newline="\n") as f:
@@ -455,7 +530,9 @@ def main():
             ("pairs and truncation", lambda: group_pairs_truncation(vocab, 100 if quick else 500)),
             ("squad and imdb", lambda: group_squad_imdb(vocab)),
             ("tokenizer.json", lambda: group_tokenizer_json(model)),
+            ("tokenizer.json edits", lambda: group_json_variants(model, tmp, 200 if quick else 800)),
             ("invalid utf-8", lambda: group_invalid_utf8(vocab, 300 if quick else 2000)),
+            ("vocab.txt quirks", lambda: group_vocab_quirks(tmp)),
             ("unicode sweep", lambda: group_sweep(tmp, 300 if quick else 2000)),
             ("decode", lambda: group_decode(vocab, 300 if quick else 1500)),
         ]

@@ -74,12 +74,18 @@ typedef struct tf_tokenizer_options {
     int clean_text;             /* [1] drop control characters, whitespace -> ' ' */
 } tf_tokenizer_options;
 
-/* All fields -1 (file or default), size set. */
-void tf_tokenizer_options_init(tf_tokenizer_options *opt);
+/* All fields -1 (file or default), size set. A macro: it passes the size
+ * of the struct the caller was compiled with, so that a later libtfcore
+ * with a longer struct never writes past it (the same holds for
+ * tf_encode_options_init and tf_encoding_init). */
+void tf_tokenizer_options_init_size(tf_tokenizer_options *opt, size_t size);
+#define tf_tokenizer_options_init(opt) tf_tokenizer_options_init_size((opt), sizeof *(opt))
 
 /* Load a tokenizer from
- *  - a vocab.txt (one token per line, line i = id i; a trailing '\r' and
- *    trailing whitespace are trimmed, as Hugging Face does), or
+ *  - a vocab.txt (one token per line, line i = id i; lines end at '\n' and
+ *    lose their trailing whitespace, '\r' included, as tokenizers'
+ *    WordPiece.from_file reads them — transformers' Python reader keeps
+ *    trailing spaces, which only matters for odd files), or
  *  - a tokenizer.json whose model is WordPiece (vocab, unk_token,
  *    continuing_subword_prefix, max_input_chars_per_word) with a
  *    BertNormalizer (its flags are used unless opt overrides them), a
@@ -91,6 +97,8 @@ void tf_tokenizer_options_init(tf_tokenizer_options *opt);
  * [MASK] may be missing (then "[MASK]" in a text is ordinary text).
  * Duplicate tokens in a vocab.txt: the last line wins (token -> id), as in
  * Hugging Face; the earlier id then decodes to nothing. A warning is logged.
+ * Tokens longer than 1024 bytes and invalid UTF-8 are refused (TF_ERR_DATA,
+ * "file:line: ..."), as is an empty file ("file:0: empty vocab").
  * A tokenizer.json's "truncation" and "padding" are ignored: encode applies
  * only what its options ask (as transformers does on each call).
  * opt may be NULL (all defaults). Errors name the file and line: TF_ERR_DATA
@@ -147,7 +155,9 @@ typedef struct tf_encode_options {
     int pad_to_max_length;    /* [0] pad every window to max_length ([PAD], type 0, mask 0) */
 } tf_encode_options;
 
-void tf_encode_options_init(tf_encode_options *opt);
+/* Defaults (in brackets above), size set. */
+void tf_encode_options_init_size(tf_encode_options *opt, size_t size);
+#define tf_encode_options_init(opt) tf_encode_options_init_size((opt), sizeof *(opt))
 
 /* The result of encoding one text or pair: one or more windows (the first is
  * Hugging Face's encoding, the others its encoding.overflowing, in the same
@@ -155,6 +165,7 @@ void tf_encode_options_init(tf_encode_options *opt);
  * [window_start[w], window_start[w + 1]). Arrays are owned by the encoding and
  * valid until the next call that fills it or tf_encoding_free. */
 typedef struct tf_encoding {
+    uint32_t size;            /* sizeof(tf_encoding), set by tf_encoding_init */
     int32_t n_windows;        /* >= 1 */
     int32_t n_tokens;         /* over all windows */
     int32_t *window_start;    /* [n_windows + 1] */
@@ -170,13 +181,16 @@ typedef struct tf_encoding {
     struct tf_tok_scratch *scratch; /* the tokenizer's working memory (private) */
 } tf_encoding;
 
-/* Zero everything; an initialized encoding owns nothing yet. */
-void tf_encoding_init(tf_encoding *enc);
-/* Free what the encoding owns and re-initialize it. */
+/* Zero everything and set size; an initialized encoding owns nothing yet.
+ * Every encoding must be initialized before its first use. */
+void tf_encoding_init_size(tf_encoding *enc, size_t size);
+#define tf_encoding_init(enc) tf_encoding_init_size((enc), sizeof *(enc))
+/* Free what the encoding owns and re-initialize it (NULL is fine). */
 void tf_encoding_free(tf_encoding *enc);
 
 /* Encode text (len bytes of UTF-8) or, when pair != NULL, the pair
- * (text, pair) — an empty pair is still a pair. Fills enc.
+ * (text, pair) — an empty pair is still a pair. Fills enc (initialized with
+ * tf_encoding_init; TF_ERR_USAGE otherwise). opt NULL = the defaults.
  * Errors: TF_ERR_USAGE for inconsistent options (truncation without
  * max_length, ONLY_SECOND without a pair when cutting is needed, a stride not
  * below the cut length, a text longer than 2^31-1 bytes), TF_ERR_DATA when
