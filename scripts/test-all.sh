@@ -32,7 +32,8 @@ mkdir -p build-asan
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 (cd build-asan && { [ -f Makefile ] || ../configure -q --without-cuda CFLAGS="-g -O1 $san" LDFLAGS="$san"; } && \
     make -s -j"$jobs" && \
-    ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 TFCORE_SKIP_REF=1 make -s -j"$jobs" check) \
+    ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    TFCORE_SKIP_REF=1 make -s -j"$jobs" check) \
     || { cat build-asan/test-suite.log 2>/dev/null | tail -80; exit 1; }
 
 step "fuzz targets, ${FUZZ_SECONDS:-15}s each"

@@ -174,23 +174,8 @@ static tf_status squad_open(const tf_dataset_open_args *a, tf_dataset **out, tf_
         goto out;
     }
 
-    /* the tokenizer: the model's vocab unless data.vocab_file says otherwise */
-    const char *vocab = c->vocab_file ? c->vocab_file : a->vocab_file;
-    if (!vocab) {
-        st = tf_error_set(err, TF_ERR_CONFIG,
-                          "%s: the model has no vocab.txt (a preset): set data.vocab_file to a WordPiece vocab",
-                          tf_cfg_where(a->section, "plugin"));
-        goto out;
-    }
-    tf_tokenizer_options to;
-    tf_tokenizer_options_init(&to);
-    to.do_lower_case = c->do_lower_case >= 0 ? c->do_lower_case : a->do_lower_case;
-    if ((st = tf_tokenizer_load(vocab, &to, &tok, err))) goto out;
-    if (a->vocab_size > 0 && tf_tokenizer_vocab_size(tok) > a->vocab_size) {
-        st = tf_error_set(err, TF_ERR_CONFIG, "%s has %d tokens but the model's vocab_size is %d", vocab,
-                          tf_tokenizer_vocab_size(tok), a->vocab_size);
-        goto out;
-    }
+    /* the model's vocab unless data.vocab_file says otherwise */
+    if ((st = tf_dataset_tokenizer(a, c->vocab_file, c->do_lower_case, &tok, err))) goto out;
     ds->pad_id = tf_tokenizer_special_id(tok, TF_TOKEN_PAD);
 
     if (c->train_file) {

@@ -15,6 +15,7 @@
 #include "tfcore/batch.h"
 #include "tfcore/config.h"
 #include "tfcore/error.h"
+#include "tfcore/tokenizer.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -67,6 +68,15 @@ typedef struct tf_dataset_vtable {
     tf_status (*evaluate)(tf_dataset *ds, tf_split split, const float *logits, size_t rows,
                           int cols, tf_metrics *out, tf_error *err);
 } tf_dataset_vtable;
+
+/* The tokenizer a dataset plugin should use: vocab_file (the plugin's
+ * data.vocab_file, may be NULL) or else the model's vocab.txt, lowercasing as
+ * do_lower_case says (-1: as the model's tokenizer does). Errors: neither
+ * vocabulary exists (the model is a preset: "set data.vocab_file"), an
+ * unreadable vocabulary, or one with more ids than the model's vocab_size.
+ * Free with tf_tokenizer_free. */
+tf_status tf_dataset_tokenizer(const tf_dataset_open_args *args, const char *vocab_file, int do_lower_case,
+                               tf_tokenizer **out, tf_error *err);
 
 #ifdef __cplusplus
 }
