@@ -44,14 +44,17 @@ def main():
 
         step()  # warm-up
         times = []
+        c0 = time.process_time()
         for _ in range(steps):
             t0 = time.perf_counter()
             step()
             times.append(time.perf_counter() - t0)
+        cpu = (time.process_time() - c0) / steps
         best = min(times)
         med = sorted(times)[len(times) // 2]
         print("  %-10s whole model step: best %8.1f ms (%6.1f samples/s), median %8.1f ms "
-              "(%6.1f samples/s)" % (name, best * 1e3, batch / best, med * 1e3, batch / med))
+              "(%6.1f samples/s); %.1f CPU-ms per step" % (name, best * 1e3, batch / best,
+                                                         med * 1e3, batch / med, cpu * 1e3))
 
 
 if __name__ == "__main__":

@@ -5,9 +5,18 @@
  *   probs  = softmax(scores)        (max subtracted; a fully masked row is uniform)
  *   out    = dropout(probs) v
  *
- * Work is split over (batch, head) pairs, one pair per task; within a pair,
+ * Work is split over (batch, head) pairs, one pair per task, handed out
+ * dynamically (a preempted thread does not hold the others up); within a pair,
  * query rows go in blocks that fit the thread's scratch (all S rows at once
  * for S <= 512), through single-threaded OpenBLAS sgemm calls.
+ *
+ * Keys after a sequence's last unmasked key (right padding) are skipped: their
+ * probabilities are exactly 0 (e^(-FLT_MAX - max) underflows), so leaving them
+ * out changes no bit of any result, only the work; their saved probabilities
+ * are stored as 0 and their dk, dv rows as 0. A fully masked sequence keeps
+ * all keys (its softmax is uniform over them). The backward must get the
+ * forward's mask (or NULL, which costs the full work and gives the same
+ * result).
  *
  * Layouts (H = heads * head_dim, S = seq):
  *   qkv, dqkv  [B, S, 3, heads, head_dim]   row stride 3H
@@ -122,6 +131,22 @@ static void softmax_bwd_row(float *ds, const float *p, const uint8_t *keep, floa
     for (int j = 0; j < n; j++) ds[j] = p[j] * (ds[j] - fd);
 }
 
+/* Keys [0, L) can have nonzero probability: L = 1 + the last unmasked key,
+ * or all S when there is no mask or every key is masked. */
+static int live_keys(const int32_t *mask_row, int S)
+{
+    if (!mask_row) return S;
+    for (int j = S - 1; j >= 0; j--)
+        if (mask_row[j] != 0) return j + 1;
+    return S;
+}
+
+static void zero_cols(float *a, int rows, int64_t ld, int c0, int c1)
+{
+    for (int i = 0; i < rows; i++)
+        for (int j = c0; j < c1; j++) a[i * ld + j] = 0.0f;
+}
+
 typedef struct attn_ctx {
     const tf_attention_desc *d;
     const float *qkv;
@@ -137,18 +162,20 @@ static void attention_fwd_head(const attn_ctx *c, int bh, float *out, float *scr
     const tf_attention_desc *d = c->d;
     int S = d->seq, hd = d->head_dim, H = d->heads * hd, b = bh / d->heads, h = bh % d->heads;
     int64_t ld3 = 3 * (int64_t)H;
-    const float *q = c->qkv + (size_t)b * S * ld3 + (size_t)h * hd;
-    const float *k = q + H, *v = q + 2 * H;
-    float *o = out + (size_t)b * S * H + (size_t)h * hd;
-    const int32_t *mrow = c->mask ? c->mask + (size_t)b * S : NULL;
+    const float *q = c->qkv + (size_t)b * S * ld3 + (size_t)h * hd; /* [S, hd], ld 3H */
+    const float *k = q + H, *v = q + 2 * H;                        /* [S, hd], ld 3H */
+    float *o = out + (size_t)b * S * H + (size_t)h * hd;            /* [S, hd], ld H */
+    const int32_t *mrow = c->mask ? c->mask + (size_t)b * S : NULL; /* [S] */
     size_t SS = (size_t)S * S;
-    float *ph = c->probs ? c->probs + (size_t)bh * SS : NULL;
-    uint8_t *kh = c->keep ? c->keep + (size_t)bh * SS : NULL;
+    float *ph = c->probs ? c->probs + (size_t)bh * SS : NULL;       /* [S, S] */
+    uint8_t *kh = c->keep ? c->keep + (size_t)bh * SS : NULL;       /* [S, S] */
+    int L = live_keys(mrow, S);
     for (int r0 = 0; r0 < S; r0 += c->rows_per_block) {
         int rb = S - r0 < c->rows_per_block ? S - r0 : c->rows_per_block;
-        float *pb = ph ? ph + (size_t)r0 * S : scratch;
-        cpu_sgemm(false, true, rb, S, hd, d->scale, q + r0 * ld3, ld3, k, ld3, 0.0f, pb, S);
-        for (int i = 0; i < rb; i++) softmax_row(pb + (size_t)i * S, S, mrow);
+        float *pb = ph ? ph + (size_t)r0 * S : scratch; /* [rb, S] */
+        cpu_sgemm(false, true, rb, L, hd, d->scale, q + r0 * ld3, ld3, k, ld3, 0.0f, pb, S);
+        for (int i = 0; i < rb; i++) softmax_row(pb + (size_t)i * S, L, mrow);
+        zero_cols(pb, rb, S, L, S);
         const float *pv = pb;
         if (kh) { /* training with dropout: probs are saved, the scratch is free */
             uint8_t *kb = kh + (size_t)r0 * S;
@@ -157,7 +184,7 @@ static void attention_fwd_head(const attn_ctx *c, int bh, float *out, float *scr
             dropout_apply(pb, kb, scratch, (size_t)rb * S, c->drop_scale);
             pv = scratch;
         }
-        cpu_sgemm(false, false, rb, hd, S, 1.0f, pv, S, v, ld3, 0.0f, o + (size_t)r0 * H, H);
+        cpu_sgemm(false, false, rb, hd, L, 1.0f, pv, S, v, ld3, 0.0f, o + (size_t)r0 * H, H);
     }
 }
 
@@ -196,7 +223,7 @@ tf_status cpu_attention_fwd(tf_backend *be, tf_stream *s, const tf_attention_des
     CPU_PARALLEL_IF(be, be->threads > 1 && tasks > 1)
     {
         float *scratch = be->scratch + (size_t)cpu_thread_id() * CPU_SCRATCH_FLOATS;
-        CPU_FOR_STATIC
+        CPU_FOR_DYNAMIC
         for (int bh = 0; bh < tasks; bh++) attention_fwd_head(&c, bh, out, scratch);
     }
     pthread_mutex_unlock(&be->scratch_lock);
@@ -210,36 +237,40 @@ static void attention_bwd_head(const attn_ctx *c, int bh, const float *dout, flo
     int S = d->seq, hd = d->head_dim, H = d->heads * hd, b = bh / d->heads, h = bh % d->heads;
     int64_t ld3 = 3 * (int64_t)H;
     size_t head_off = (size_t)b * S * ld3 + (size_t)h * hd;
-    const float *q = c->qkv + head_off, *k = q + H, *v = q + 2 * H;
-    float *dq = dqkv + head_off, *dk = dq + H, *dv = dq + 2 * H;
-    const float *dO = dout + (size_t)b * S * H + (size_t)h * hd;
+    const float *q = c->qkv + head_off, *k = q + H, *v = q + 2 * H; /* [S, hd], ld 3H */
+    float *dq = dqkv + head_off, *dk = dq + H, *dv = dq + 2 * H;    /* [S, hd], ld 3H */
+    const float *dO = dout + (size_t)b * S * H + (size_t)h * hd;     /* [S, hd], ld H */
     size_t SS = (size_t)S * S;
-    const float *ph = c->probs + (size_t)bh * SS;
-    const uint8_t *kh = c->keep ? c->keep + (size_t)bh * SS : NULL;
+    const float *ph = c->probs + (size_t)bh * SS;                    /* [S, S] */
+    const uint8_t *kh = c->keep ? c->keep + (size_t)bh * SS : NULL;  /* [S, S] */
+    int L = live_keys(c->mask ? c->mask + (size_t)b * S : NULL, S);
     for (int r0 = 0; r0 < S; r0 += c->rows_per_block) {
         int rb = S - r0 < c->rows_per_block ? S - r0 : c->rows_per_block;
         float beta = r0 == 0 ? 0.0f : 1.0f; /* dk, dv: first block writes, the rest add */
         const float *pb = ph + (size_t)r0 * S;
         const uint8_t *kb = kh ? kh + (size_t)r0 * S : NULL;
         const float *dob = dO + (size_t)r0 * H;
-        /* dv += dropped_probs_blockᵀ dout_block */
+        /* scratch: [rb, S]. dv += dropped_probs_blockᵀ dout_block */
         const float *pd = pb;
         if (kb) {
             dropout_apply(pb, kb, scratch, (size_t)rb * S, c->drop_scale);
             pd = scratch;
         }
-        cpu_sgemm(true, false, S, hd, rb, 1.0f, pd, S, dob, H, beta, dv, ld3);
+        cpu_sgemm(true, false, L, hd, rb, 1.0f, pd, S, dob, H, beta, dv, ld3);
         /* d(dropped probs) = dout_block vᵀ, then d(scores) in place */
-        cpu_sgemm(false, true, rb, S, hd, 1.0f, dob, H, v, ld3, 0.0f, scratch, S);
+        cpu_sgemm(false, true, rb, L, hd, 1.0f, dob, H, v, ld3, 0.0f, scratch, S);
         for (int i = 0; i < rb; i++)
             softmax_bwd_row(scratch + (size_t)i * S, pb + (size_t)i * S,
-                            kb ? kb + (size_t)i * S : NULL, c->drop_scale, S);
+                            kb ? kb + (size_t)i * S : NULL, c->drop_scale, L);
         /* dq_block = scale * dscores k;  dk += scale * dscoresᵀ q_block */
-        cpu_sgemm(false, false, rb, hd, S, d->scale, scratch, S, k, ld3, 0.0f, dq + r0 * ld3,
+        cpu_sgemm(false, false, rb, hd, L, d->scale, scratch, S, k, ld3, 0.0f, dq + r0 * ld3,
                   ld3);
-        cpu_sgemm(true, false, S, hd, rb, d->scale, scratch, S, q + r0 * ld3, ld3, beta, dk,
+        cpu_sgemm(true, false, L, hd, rb, d->scale, scratch, S, q + r0 * ld3, ld3, beta, dk,
                   ld3);
     }
+    /* skipped keys had probability 0: no gradient reaches them */
+    zero_cols(dk + (size_t)L * ld3, S - L, ld3, 0, hd);
+    zero_cols(dv + (size_t)L * ld3, S - L, ld3, 0, hd);
 }
 
 tf_status cpu_attention_bwd(tf_backend *be, tf_stream *s, const tf_attention_desc *d,
@@ -247,7 +278,6 @@ tf_status cpu_attention_bwd(tf_backend *be, tf_stream *s, const tf_attention_des
                             const void *save, const void *dout, void *dqkv, tf_error *err)
 {
     (void)s;
-    (void)mask; /* its effect is in the saved probabilities */
     (void)out;
     const char *op = "attention_bwd";
     tf_status st;
@@ -271,7 +301,7 @@ tf_status cpu_attention_bwd(tf_backend *be, tf_stream *s, const tf_attention_des
     CPU_PARALLEL_IF(be, be->threads > 1 && tasks > 1)
     {
         float *scratch = be->scratch + (size_t)cpu_thread_id() * CPU_SCRATCH_FLOATS;
-        CPU_FOR_STATIC
+        CPU_FOR_DYNAMIC
         for (int bh = 0; bh < tasks; bh++) attention_bwd_head(&c, bh, dout, dqkv, scratch);
     }
     pthread_mutex_unlock(&be->scratch_lock);

@@ -72,7 +72,7 @@ static inline int cpu_team_size(void) { return 1; }
 struct tf_backend {
     int threads;                /* size of the OpenMP team every op uses */
     uint64_t seed;              /* open_args.seed (ops take their own seeds) */
-    char name[192];             /* device_name() */
+    char name[384];             /* device_name() */
     atomic_size_t current;      /* bytes held through alloc() now */
     atomic_size_t peak;         /* most bytes held at once */
     float *scratch;             /* [threads, CPU_SCRATCH_FLOATS] f32, attention row blocks */

@@ -54,9 +54,11 @@ CPU_MATH_FN float cpu_expf(float x)
     p = p * r + 0.5f;
     p = p * r + 1.0f;
     p = p * r + 1.0f;
-    int32_t ni = (int32_t)n;
+    /* NaN in, NaN out through p; n becomes 0 so the int conversion and the
+     * exponent shifts below stay defined (a select, so loops still vectorize) */
+    int32_t ni = (int32_t)(n == n ? n : 0.0f);
     int32_t n1 = ni >> 1, n2 = ni - n1; /* each in [-75, 64]: 2^n1, 2^n2 are normal */
-    return p * cpu_bits_to_float((n1 + 127) << 23) * cpu_bits_to_float((n2 + 127) << 23);
+    return p * cpu_bits_to_float((uint32_t)(n1 + 127) << 23) * cpu_bits_to_float((uint32_t)(n2 + 127) << 23);
 }
 
 /* e^(-x*x/2) with x*x = hi + lo carried in two floats (Dekker's exact
@@ -97,7 +99,9 @@ CPU_MATH_FN float cpu_tanhf(float x)
  *   |z| < 0.5:  Phi = 0.5 + 0.5 * z * A(z^2)          (A: erf(z)/z)
  *   |z| >= 0.5: erfc(|z|) = e^(-z^2) * B(t), t = 1/(1 + |z|/2)
  *             Phi = 0.5 * erfc(|z|) (x < 0) or 1 - 0.5 * erfc(|z|) (x > 0). */
-CPU_MATH_FN float cpu_normal_cdf(float x)
+/* Phi(x) given e = e^(-x^2/2) (from cpu_exp_neg_half_sq(x)), so that GELU's
+ * gradient, which needs the density too, computes the exponential once. */
+CPU_MATH_FN float cpu_normal_cdf_e(float x, float e)
 {
     float z = x * 0.70710678118654752f;
     float u = z * z;
@@ -123,11 +127,13 @@ CPU_MATH_FN float cpu_normal_cdf(float x)
     b = b * t + 2.832798372e-01f;
     b = b * t + 2.820088930e-01f;
     b = b * t + 2.717443305e-06f;
-    float half_erfc = 0.5f * (cpu_exp_neg_half_sq(xc) * b);
+    float half_erfc = 0.5f * (e * b); /* e^(-x^2/2) = e^(-z^2); unused where |x| < 0.707 */
     half_erfc = ax > 14.849242f ? 0.0f : half_erfc;
     float tail = x < 0.0f ? half_erfc : 1.0f - half_erfc;
     return ax < 0.70710678f ? central : (x != x ? x : tail);
 }
+
+CPU_MATH_FN float cpu_normal_cdf(float x) { return cpu_normal_cdf_e(x, cpu_exp_neg_half_sq(x)); }
 
 /* The standard normal density phi(x) = e^(-x^2/2) / sqrt(2 pi). */
 CPU_MATH_FN float cpu_normal_pdf(float x)
@@ -141,7 +147,8 @@ CPU_MATH_FN float cpu_gelu_erf(float x) { return x * cpu_normal_cdf(x); }
 /* d gelu / dx = Phi(x) + x phi(x). */
 CPU_MATH_FN float cpu_gelu_erf_grad(float x)
 {
-    return cpu_normal_cdf(x) + x * cpu_normal_pdf(x);
+    float e = cpu_exp_neg_half_sq(x);
+    return cpu_normal_cdf_e(x, e) + x * (0.398942280401432678f * e);
 }
 
 /* GELU, tanh form (hidden_act "gelu_new", "gelu_pytorch_tanh"):

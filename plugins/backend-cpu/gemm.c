@@ -9,6 +9,7 @@
  * Linear layer. */
 #include <cblas.h>
 #include <limits.h>
+#include <string.h>
 
 #include "cpu.h"
 
@@ -90,7 +91,8 @@ static tf_status check_desc(const tf_gemm_desc *g, tf_error *err)
     return TF_OK;
 }
 
-/* C[m0:m1, n0:n1] of batch item `bi`, epilogue included. */
+/* C[m0:m1, n0:n1] of batch item `bi`, epilogue included: the rows m0:m1 of
+ * op(A) ([m1-m0, k]) times the columns n0:n1 of op(B) ([k, n1-n0]). */
 static void gemm_tile(const tf_gemm_desc *g, int bi, int m0, int m1, int n0, int n1)
 {
     const float *a = (const float *)g->a + (int64_t)bi * g->stride_a;
@@ -107,7 +109,7 @@ static void gemm_tile(const tf_gemm_desc *g, int bi, int m0, int m1, int n0, int
         for (int i = 0; i < mm; i++) {
             float *row = ct + (int64_t)i * g->ldc;
             if (g->beta == 0.0f)
-                for (int j = 0; j < nn; j++) row[j] = bias[j];
+                memcpy(row, bias, (size_t)nn * sizeof(float));
             else
                 for (int j = 0; j < nn; j++) row[j] = g->beta * row[j] + bias[j];
         }
@@ -116,10 +118,7 @@ static void gemm_tile(const tf_gemm_desc *g, int bi, int m0, int m1, int n0, int
         break;
     case TF_EPILOGUE_BIAS_GELU: {
         float *aux = (float *)g->aux + (int64_t)bi * g->stride_c + (int64_t)m0 * g->ldc + n0;
-        for (int i = 0; i < mm; i++) {
-            float *row = aux + (int64_t)i * g->ldc;
-            for (int j = 0; j < nn; j++) row[j] = bias[j];
-        }
+        for (int i = 0; i < mm; i++) memcpy(aux + (int64_t)i * g->ldc, bias, (size_t)nn * sizeof(float));
         cpu_sgemm(g->trans_a, g->trans_b, mm, nn, g->k, g->alpha, at, g->lda, bt, g->ldb, 1.0f,
                   aux, g->ldc);
         for (int i = 0; i < mm; i++)
@@ -138,6 +137,11 @@ static void gemm_tile(const tf_gemm_desc *g, int bi, int m0, int m1, int n0, int
 #define GEMM_PAR_MIN_FLOPS 4e6
 /* Tiles are cut at multiples of the OpenBLAS micro-kernel's tile sides. */
 #define GEMM_QUANTUM 16
+/* Slabs per thread, handed out dynamically: with 2, a thread that the OS
+ * preempts (a busy machine) leaves its second slab to the others, for ~1-2%
+ * more B packing on a quiet one. Slabs are at least GEMM_MIN_SLAB long. */
+#define GEMM_SLABS_PER_THREAD 2
+#define GEMM_MIN_SLAB 128
 
 tf_status cpu_gemm(tf_backend *be, tf_stream *s, const tf_gemm_desc *g, tf_error *err)
 {
@@ -154,29 +158,33 @@ tf_status cpu_gemm(tf_backend *be, tf_stream *s, const tf_gemm_desc *g, tf_error
         return TF_OK;
     }
     if (g->batch >= be->threads) {
-        /* whole matrices per thread; items are alike, so a static schedule balances */
+        /* whole matrices, one at a time to whichever thread is free */
         CPU_PARALLEL_IF(be, true)
         {
-            CPU_FOR_STATIC
+            CPU_FOR_DYNAMIC
             for (int bi = 0; bi < g->batch; bi++) gemm_tile(g, bi, 0, g->m, 0, g->n);
         }
         return TF_OK;
     }
-    /* fewer matrices than threads: each thread takes a slab of every matrix,
-     * cut across the longer side of C */
+    /* fewer matrices than threads: slabs of every matrix, cut across the
+     * longer side of C */
     bool split_m = g->m >= g->n;
+    size_t len = (size_t)(split_m ? g->m : g->n);
+    int slabs = be->threads * GEMM_SLABS_PER_THREAD;
+    while (slabs > be->threads && len / (size_t)slabs < GEMM_MIN_SLAB) slabs--;
+    int tasks = slabs * g->batch;
     CPU_PARALLEL_IF(be, true)
     {
-        size_t lo, hi;
-        cpu_split((size_t)(split_m ? g->m : g->n), cpu_team_size(), cpu_thread_id(),
-                  GEMM_QUANTUM, &lo, &hi);
-        if (lo < hi)
-            for (int bi = 0; bi < g->batch; bi++) {
-                if (split_m)
-                    gemm_tile(g, bi, (int)lo, (int)hi, 0, g->n);
-                else
-                    gemm_tile(g, bi, 0, g->m, (int)lo, (int)hi);
-            }
+        CPU_FOR_DYNAMIC
+        for (int t = 0; t < tasks; t++) {
+            size_t lo, hi;
+            cpu_split(len, slabs, t % slabs, GEMM_QUANTUM, &lo, &hi);
+            if (lo >= hi) continue;
+            if (split_m)
+                gemm_tile(g, t / slabs, (int)lo, (int)hi, 0, g->n);
+            else
+                gemm_tile(g, t / slabs, 0, g->m, (int)lo, (int)hi);
+        }
     }
     return TF_OK;
 }

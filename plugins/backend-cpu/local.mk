@@ -2,6 +2,7 @@
 # (OpenBLAS GEMMs split over an OpenMP team, OpenMP elementwise ops), its
 # Check test, the driver the torch reference test runs, and an op benchmark.
 # Everything here is built only when configure found OpenBLAS.
+# See plugins/backend-cpu/README.md.
 
 BACKEND_CPU_SOURCES = \
 	plugins/backend-cpu/cpu.h \
@@ -32,39 +33,43 @@ BACKEND_CPU_CPPFLAGS = -I$(top_srcdir)/plugins/backend-cpu $(OPENBLAS_CFLAGS)
 BACKEND_CPU_LIBS = $(OPENBLAS_LIBS) $(OPENMP_CFLAGS) -lm
 
 if HAVE_OPENBLAS
-plugin_LTLIBRARIES += plugins/backend-cpu/tfcore-backend-cpu.la
-plugins_backend_cpu_tfcore_backend_cpu_la_SOURCES = $(BACKEND_CPU_SOURCES)
-plugins_backend_cpu_tfcore_backend_cpu_la_CPPFLAGS = $(AM_CPPFLAGS) $(BACKEND_CPU_CPPFLAGS)
-plugins_backend_cpu_tfcore_backend_cpu_la_CFLAGS = $(AM_CFLAGS) $(BACKEND_CPU_CFLAGS)
-plugins_backend_cpu_tfcore_backend_cpu_la_LDFLAGS = $(PLUGIN_LDFLAGS)
-plugins_backend_cpu_tfcore_backend_cpu_la_LIBADD = $(PLUGIN_LIBADD) $(BACKEND_CPU_LIBS)
+# The sources are compiled once, into a convenience library that the plugin,
+# its test, the torch-comparison driver and the benchmark all link.
+noinst_LTLIBRARIES += plugins/backend-cpu/libbackend-cpu.la
+plugins_backend_cpu_libbackend_cpu_la_SOURCES = $(BACKEND_CPU_SOURCES)
+plugins_backend_cpu_libbackend_cpu_la_CPPFLAGS = $(AM_CPPFLAGS) $(BACKEND_CPU_CPPFLAGS)
+plugins_backend_cpu_libbackend_cpu_la_CFLAGS = $(AM_CFLAGS) $(BACKEND_CPU_CFLAGS)
+BACKEND_CPU_LIB = plugins/backend-cpu/libbackend-cpu.la
 
-# The tests compile the plugin's sources into themselves (no loader needed)
-# and take the vtable from tfcore_plugin_entry().
+plugin_LTLIBRARIES += plugins/backend-cpu/tfcore-backend-cpu.la
+plugins_backend_cpu_tfcore_backend_cpu_la_SOURCES =
+plugins_backend_cpu_tfcore_backend_cpu_la_LDFLAGS = $(PLUGIN_LDFLAGS)
+plugins_backend_cpu_tfcore_backend_cpu_la_LIBADD = $(BACKEND_CPU_LIB) $(PLUGIN_LIBADD) \
+	$(BACKEND_CPU_LIBS)
+
+# The test links the plugin's code directly (no loader needed) and takes the
+# vtable from tfcore_plugin_entry().
 if HAVE_CHECK
 check_PROGRAMS += tests/test_backend_cpu
-tests_test_backend_cpu_SOURCES = tests/test_backend_cpu.c $(BACKEND_CPU_SOURCES)
+tests_test_backend_cpu_SOURCES = tests/test_backend_cpu.c
 tests_test_backend_cpu_CPPFLAGS = $(TEST_CPPFLAGS) $(BACKEND_CPU_CPPFLAGS)
 tests_test_backend_cpu_CFLAGS = $(AM_CFLAGS) $(BACKEND_CPU_CFLAGS)
-tests_test_backend_cpu_LDADD = $(TEST_LDADD) $(BACKEND_CPU_LIBS)
+tests_test_backend_cpu_LDADD = $(BACKEND_CPU_LIB) $(TEST_LDADD) $(BACKEND_CPU_LIBS)
 TESTS += tests/test_backend_cpu
 endif
 
 # Runs one op on inputs from files, for tests/ref/backend_cpu_vs_torch.py.
 check_PROGRAMS += tests/backend_op_driver
-tests_backend_op_driver_SOURCES = tests/backend_op_driver.c $(BACKEND_CPU_SOURCES)
-tests_backend_op_driver_CPPFLAGS = $(AM_CPPFLAGS) $(BACKEND_CPU_CPPFLAGS) \
-	$(LIBCONFIG_CFLAGS)
-tests_backend_op_driver_CFLAGS = $(AM_CFLAGS) $(BACKEND_CPU_CFLAGS)
-tests_backend_op_driver_LDADD = core/libtfcore.la $(BACKEND_CPU_LIBS)
+tests_backend_op_driver_SOURCES = tests/backend_op_driver.c
+tests_backend_op_driver_CPPFLAGS = $(AM_CPPFLAGS)
+tests_backend_op_driver_LDADD = $(BACKEND_CPU_LIB) core/libtfcore.la $(BACKEND_CPU_LIBS)
 TESTS += tests/ref/backend_cpu_vs_torch.py
 
 # Op timings at BERT shapes (built by `make check`, run by hand: see its header).
 check_PROGRAMS += bench/cpu_ops
-bench_cpu_ops_SOURCES = bench/cpu_ops.c $(BACKEND_CPU_SOURCES)
-bench_cpu_ops_CPPFLAGS = $(AM_CPPFLAGS) $(BACKEND_CPU_CPPFLAGS)
-bench_cpu_ops_CFLAGS = $(AM_CFLAGS) $(BACKEND_CPU_CFLAGS)
-bench_cpu_ops_LDADD = core/libtfcore.la $(BACKEND_CPU_LIBS)
+bench_cpu_ops_SOURCES = bench/cpu_ops.c
+bench_cpu_ops_CPPFLAGS = $(AM_CPPFLAGS)
+bench_cpu_ops_LDADD = $(BACKEND_CPU_LIB) core/libtfcore.la $(BACKEND_CPU_LIBS)
 endif
 
 EXTRA_DIST += tests/ref/backend_cpu_vs_torch.py plugins/backend-cpu/README.md \

@@ -100,24 +100,46 @@ void cpu_free(tf_backend *be, void *ptr, tf_mem_kind kind)
     free(h);
 }
 
+/* Copies and fills of at least this many bytes are split over the team:
+ * one core does not saturate memory bandwidth (zeroing the gradients of a
+ * 22M-parameter model every step is 90 MB). */
+#define MEM_PAR_MIN ((size_t)1 << 20)
+
 tf_status cpu_memcpy(tf_backend *be, void *dst, const void *src, size_t bytes,
                      tf_memcpy_kind kind, tf_stream *s)
 {
-    (void)be;
     (void)s;
     if ((unsigned)kind > TF_COPY_HOST_TO_HOST) return TF_ERR_RUNTIME;
     if (bytes == 0) return TF_OK;
-    if (!dst || !src) return TF_ERR_RUNTIME;
-    memmove(dst, src, bytes); /* every kind is host to host here */
+    if (!dst || !src || !be) return TF_ERR_RUNTIME;
+    /* every kind is host to host here; overlapping ranges are moved */
+    const char *from = src;
+    char *to = dst;
+    bool overlap = to < from + bytes && from < to + bytes;
+    if (overlap || be->threads < 2 || bytes < MEM_PAR_MIN) {
+        memmove(dst, src, bytes);
+        return TF_OK;
+    }
+    CPU_PARALLEL_IF(be, true)
+    {
+        size_t lo, hi;
+        cpu_split(bytes, cpu_team_size(), cpu_thread_id(), CPU_ALIGN, &lo, &hi);
+        if (lo < hi) memcpy(to + lo, from + lo, hi - lo);
+    }
     return TF_OK;
 }
 
 tf_status cpu_memset(tf_backend *be, void *dst, int value, size_t bytes, tf_stream *s)
 {
-    (void)be;
     (void)s;
     if (bytes == 0) return TF_OK;
-    if (!dst) return TF_ERR_RUNTIME;
-    memset(dst, value, bytes);
+    if (!dst || !be) return TF_ERR_RUNTIME;
+    char *to = dst;
+    CPU_PARALLEL_IF(be, be->threads > 1 && bytes >= MEM_PAR_MIN)
+    {
+        size_t lo, hi;
+        cpu_split(bytes, cpu_team_size(), cpu_thread_id(), CPU_ALIGN, &lo, &hi);
+        if (lo < hi) memset(to + lo, value, hi - lo);
+    }
     return TF_OK;
 }
