@@ -137,5 +137,28 @@ n = json.load(open(d + "/null_odds.json"))
 assert len(p) == 12 and set(p) == set(n), (len(p), len(n))  # the 12 questions of the file
 PY
 
+# 6. the imdb plugin end to end: the aclImdb folder layout and the CSV, and a
+#    bad CSV stopping the run with one line naming file, line and row
+vocab="$top_srcdir/tests/data/tokenizer/vocab.txt"
+imdb_cfg() { # $1 = data.path
+    cat <<CFG
+model = { plugin = "bert"; preset = "bert-tiny"; task = "classification"; num_labels = 2; };
+data = { plugin = "imdb"; path = "$1"; vocab_file = "$vocab"; max_length = 32; eval_fraction = 0.3; };
+training = { output_dir = "$tmp/imdb"; max_steps = 2; per_device_train_batch_size = 2; eval_strategy = "steps";
+             eval_steps = 2; save_strategy = "no"; };
+CFG
+}
+for path in "$top_srcdir/tests/data/imdb/aclImdb" "$top_srcdir/tests/data/imdb/reviews.csv"; do
+    rm -rf "$tmp/imdb"
+    imdb_cfg "$path" >"$tmp/imdb.cfg"
+    "$tfcore" -c "$tmp/imdb.cfg" >"$tmp/imdb.out" 2>&1 && grep -q '"eval_accuracy"' "$tmp/imdb/results.json" && ok \
+        || { bad "imdb run on $path"; tail -3 "$tmp/imdb.out"; }
+done
+printf 'review,sentiment\n"fine film",positive\n"meh",neutral\n' >"$tmp/bad.csv"
+imdb_cfg "$tmp/bad.csv" >"$tmp/imdb.cfg"
+"$tfcore" -c "$tmp/imdb.cfg" >/dev/null 2>"$tmp/imdb.err"
+rc=$?
+[ "$rc" -eq 5 ] && tail -n 1 "$tmp/imdb.err" | grep -q "bad.csv:3: row 2: " && ok || { bad "bad CSV: exit $rc"; cat "$tmp/imdb.err"; }
+
 echo "test_train: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
