@@ -71,11 +71,10 @@ void tf_progress_update(tf_progress *p, int64_t step, double loss, double elapse
     double per = done > 0 ? elapsed / done : 0;
     double eta = per * (double)(p->total - step);
     double sps = elapsed > 0 ? samples / elapsed : 0;
-    (void)sps;
     double step_rate = elapsed > 0 ? done / elapsed : 0;
-    fprintf(stderr, "\r\033[K%lld/%lld [%02d:%02d<%02d:%02d, %.2f it/s] loss %.4f", (long long)step,
-            (long long)p->total, (int)(elapsed / 60), (int)elapsed % 60, (int)(eta / 60), (int)eta % 60, step_rate,
-            loss);
+    fprintf(stderr, "\r\033[K%lld/%lld [%02d:%02d<%02d:%02d, %.2f it/s, %.1f samples/s] loss %.4f",
+            (long long)step, (long long)p->total, (int)(elapsed / 60), (int)elapsed % 60, (int)(eta / 60),
+            (int)eta % 60, step_rate, sps, loss);
     fflush(stderr);
     p->drawn = true;
 }

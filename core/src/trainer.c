@@ -368,7 +368,7 @@ static tf_status run_loop(tf_trainer *t, tf_error *err)
             double epoch_f = (double)epoch + (double)(step_in_epoch + 1) / (double)sp.steps_per_epoch;
             bool epoch_end = step_in_epoch + 1 == sp.steps_per_epoch;
             tf_progress_update(&prog, t->global_step, step_loss, tf_now() - run_start,
-                               (double)t->global_step * (double)sp.total_train_batch_size);
+                               (double)(t->global_step - prog.first) * (double)sp.total_train_batch_size);
             if (due(a->logging_strategy, sp.logging_steps, t->global_step, epoch_end) ||
                 (a->logging_first_step && t->global_step == 1)) {
                 tf_log_step(t, &prog, log_loss / (double)log_steps, norm, tf_lr_at(&lrs, t->global_step), epoch_f);
