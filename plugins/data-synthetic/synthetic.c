@@ -21,6 +21,7 @@
 
 #include "tfcore/dataset.h"
 #include "tfcore/plugin.h"
+#include "tfcore/rng.h"
 
 #define ID_CLS 101
 #define ID_SEP 102
@@ -67,21 +68,13 @@ static tf_status syn_check_config(tf_section *s, tf_error *err)
     return read_config(s, &c, err);
 }
 
-/* SplitMix64: a counter-based generator, so row r of a split is the same
- * whoever asks for it and in whatever order. */
-static uint64_t mix64(uint64_t z)
-{
-    z += 0x9e3779b97f4a7c15ull;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
+/* Rows come from tf_mix64 (libtfcore's SplitMix64) over a per-row counter,
+ * so row r of a split is the same whoever asks for it and in whatever order. */
 typedef struct row_rng {
     uint64_t state;
 } row_rng;
 
-static uint64_t next_u64(row_rng *r) { return mix64(r->state++); }
+static uint64_t next_u64(row_rng *r) { return tf_mix64(r->state++); }
 static int uniform(row_rng *r, int lo, int hi) /* [lo, hi) */
 {
     return lo + (int)(next_u64(r) % (uint64_t)(hi - lo));
@@ -145,7 +138,7 @@ static void make_row(const tf_dataset *ds, tf_split split, size_t row, int32_t *
 {
     const synthetic_config *c = &ds->cfg;
     int S = (int)c->seq_len;
-    row_rng r = {mix64((uint64_t)c->seed * 2 + (uint64_t)split) ^ mix64(row * 0x632be59bd9b4e019ull)};
+    row_rng r = {tf_mix64((uint64_t)c->seed * 2 + (uint64_t)split) ^ tf_mix64(row * 0x632be59bd9b4e019ull)};
     ids[0] = ID_CLS;
     ids[S - 1] = ID_SEP;
     for (int i = 1; i < S - 1; i++) ids[i] = filler(&r, ds->vocab_high);
