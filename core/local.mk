@@ -11,6 +11,7 @@ core_libtfcore_la_SOURCES = \
 	core/src/search_path.c core/src/search_path.h \
 	core/src/plan.c core/src/plan.h \
 	core/src/rng.c \
+	core/src/file_atomic.c \
 	core/src/dataset_tokenizer.c \
 	core/src/lr_schedule.c core/src/lr_schedule.h \
 	core/src/sampler.c core/src/sampler.h \
@@ -31,6 +32,7 @@ pkginclude_HEADERS += \
 	core/include/tfcore/log.h \
 	core/include/tfcore/dtype.h \
 	core/include/tfcore/rng.h \
+	core/include/tfcore/file.h \
 	core/include/tfcore/plugin.h \
 	core/include/tfcore/config.h \
 	core/include/tfcore/batch.h \

@@ -15,10 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli.h"
 #include "plan.h"
+#include "tfcore/file.h"
 #include "tfcore/tokenizer.h"
 #include "trainer_internal.h"
 
@@ -118,7 +118,7 @@ static tf_status parse_row(json_t *o, const char *where, const tf_tokenizer *tok
                             where);
     tf_encode_options eo;
     tf_encode_options_init(&eo);
-    eo.truncation = pair ? TF_TRUNCATE_LONGEST_FIRST : TF_TRUNCATE_LONGEST_FIRST;
+    eo.truncation = TF_TRUNCATE_LONGEST_FIRST;
     eo.max_length = max_len;
     const char *a = json_string_value(text), *b = pair ? json_string_value(pair) : NULL;
     if ((st = tf_tokenizer_encode(tok, a, json_string_length(text), b, b ? json_string_length(pair) : 0, &eo, enc,
@@ -156,7 +156,7 @@ static size_t cp_to_byte(const char *s, int cp)
     return i;
 }
 
-static json_t *row_output(const tf_model_info *info, const pred_row *r, const float *l, int seq)
+static json_t *row_output(const tf_model_info *info, const pred_row *r, const float *l)
 {
     json_t *o = json_object();
     if (info->task == TF_TASK_CLASSIFICATION) {
@@ -176,7 +176,6 @@ static json_t *row_output(const tf_model_info *info, const pred_row *r, const fl
         json_array_append_new(sa, json_real(l[2 * i]));
         json_array_append_new(ea, json_real(l[2 * i + 1]));
     }
-    (void)seq;
     int bs = -1, be = -1;
     double bsc = 0;
     for (int i = 0; i < r->n; i++) {
@@ -283,7 +282,7 @@ static tf_status run_batch(predictor *p, pred_row *rows, int n, int S, FILE *out
             p->logits[i] = o.logits_dtype == TF_DTYPE_F16 ? tf_f16_to_f32(h) : tf_bf16_to_f32(h);
         }
     for (int i = 0; i < n; i++) {
-        json_t *j = row_output(p->info, &rows[i], p->logits + (size_t)i * (size_t)o.cols, L);
+        json_t *j = row_output(p->info, &rows[i], p->logits + (size_t)i * (size_t)o.cols);
         char *line = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(9));
         json_decref(j);
         if (!line) return tf_error_set(err, TF_ERR_RUNTIME, "out of memory");
@@ -298,12 +297,13 @@ static tf_status predict_file(predictor *p, const char *in_path, const char *out
 {
     FILE *in = fopen(in_path, "r");
     if (!in) return tf_error_set(err, TF_ERR_DATA, "cannot read %s: %s", in_path, strerror(errno));
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", out_path, (long)getpid());
-    FILE *out = fopen(tmp, "w");
+    /* collected in memory, then written atomically: a failed run leaves no partial output */
+    char *text = NULL;
+    size_t text_len = 0;
+    FILE *out = open_memstream(&text, &text_len);
     if (!out) {
         fclose(in);
-        return tf_error_set(err, TF_ERR_RUNTIME, "cannot write %s: %s", tmp, strerror(errno));
+        return tf_error_set(err, TF_ERR_RUNTIME, "out of memory for %s", out_path);
     }
     int S = max_len;
     tf_status st = p->mvt->reserve(p->model, B, S, err);
@@ -357,11 +357,10 @@ static tf_status predict_file(predictor *p, const char *in_path, const char *out
     free(line);
     tf_encoding_free(&enc);
     fclose(in);
-    if (fclose(out) != 0 && !st) st = tf_error_set(err, TF_ERR_RUNTIME, "writing %s failed: %s", tmp, strerror(errno));
-    if (!st && rename(tmp, out_path) != 0)
-        st = tf_error_set(err, TF_ERR_RUNTIME, "cannot rename %s to %s: %s", tmp, out_path, strerror(errno));
-    if (st) remove(tmp);
-    else fprintf(stderr, "tfcore: predicted %ld inputs into %s\n", count, out_path);
+    if (fclose(out) != 0 && !st) st = tf_error_set(err, TF_ERR_RUNTIME, "out of memory for %s", out_path);
+    if (!st) st = tf_file_write_text_atomic(out_path, text ? text : "", err);
+    free(text);
+    if (!st) fprintf(stderr, "tfcore: predicted %ld inputs into %s\n", count, out_path);
     return st;
 }
 

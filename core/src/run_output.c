@@ -11,6 +11,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "tfcore/file.h"
 #include "tfcore/log.h"
 #include "trainer_internal.h"
 
@@ -19,36 +20,6 @@ double tf_peak_rss_mb(void)
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
     return (double)ru.ru_maxrss / 1024.0; /* Linux reports KiB */
-}
-
-tf_status tf_write_file_atomic(const char *path, const char *text, tf_error *err)
-{
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) return tf_error_set(err, TF_ERR_RUNTIME, "cannot write %s: %s", tmp, strerror(errno));
-    size_t len = strlen(text), off = 0;
-    while (off < len) {
-        ssize_t w = write(fd, text + off, len - off);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) {
-            int e = errno;
-            close(fd);
-            unlink(tmp);
-            return tf_error_set(err, TF_ERR_RUNTIME, "writing %s failed: %s", tmp, strerror(e));
-        }
-        off += (size_t)w;
-    }
-    if (fsync(fd) != 0 || close(fd) != 0) {
-        unlink(tmp);
-        return tf_error_set(err, TF_ERR_RUNTIME, "writing %s failed: %s", tmp, strerror(errno));
-    }
-    if (rename(tmp, path) != 0) {
-        int e = errno;
-        unlink(tmp);
-        return tf_error_set(err, TF_ERR_RUNTIME, "cannot rename %s to %s: %s", tmp, path, strerror(e));
-    }
-    return TF_OK;
 }
 
 /* --- the progress line ------------------------------------------------------ */
@@ -223,7 +194,7 @@ tf_status tf_write_results(tf_trainer *t, double runtime, double samples, double
         memcpy(withnl, text, len);
         withnl[len] = '\n';
         withnl[len + 1] = '\0';
-        st = tf_write_file_atomic(path, withnl, err);
+        st = tf_file_write_text_atomic(path, withnl, err);
         if (!st) tf_info("wrote %s", path);
     }
     free(withnl);

@@ -23,6 +23,7 @@
 
 #include <utf8proc.h>
 
+#include "tfcore/file.h"
 #include "tfcore/safetensors.h"
 
 #define NAME_SHOWN 200 /* names are cut to this many bytes in messages */
@@ -352,38 +353,6 @@ tf_status tf_safetensors_serialize(const tf_st_tensor *tensors, size_t n, const 
     return TF_OK;
 }
 
-static int write_all(int fd, const void *p, size_t n)
-{
-    const unsigned char *c = p;
-    while (n) {
-        ssize_t w = write(fd, c, n < ((size_t)1 << 30) ? n : ((size_t)1 << 30));
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) {
-            if (w == 0) errno = EIO;
-            return -1;
-        }
-        c += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-/* fsync the directory holding path, so the rename itself is durable. */
-static int sync_dir(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
-    if (!dir) return -1;
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    free(dir);
-    if (fd < 0) return -1;
-    int rc = fsync(fd);
-    int e = errno;
-    close(fd);
-    errno = e;
-    return rc;
-}
-
 tf_status tf_safetensors_write(const char *path, const tf_st_tensor *tensors, size_t n,
                                const tf_st_kv *metadata, size_t n_meta, tf_error *err)
 {
@@ -392,60 +361,19 @@ tf_status tf_safetensors_write(const char *path, const tf_st_tensor *tensors, si
     tf_status rc = build_layout(path, tensors, n, metadata, n_meta, &l, err);
     if (rc != TF_OK) return rc;
 
-    size_t tlen = strlen(path) + 32;
-    char *tmp = malloc(tlen);
-    if (!tmp) {
+    /* the file: 8-byte header length, header, every tensor's bytes in layout order */
+    tf_file_part *parts = malloc((n + 2) * sizeof *parts);
+    if (!parts) {
         layout_free(&l);
         return tf_error_set(err, TF_ERR_RUNTIME, "%s: out of memory", path);
     }
-    snprintf(tmp, tlen, "%s.tmp.%ld", path, (long)getpid());
-    /* O_EXCL: never write through a link someone placed at the temp name; a
-     * leftover of ours (same pid, earlier crash) is removed first */
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd < 0 && errno == EEXIST && unlink(tmp) == 0) fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd < 0) {
-        rc = tf_error_set(err, TF_ERR_RUNTIME, "%s: cannot create %s: %s", path, tmp, strerror(errno));
-        goto out;
-    }
     unsigned char len8[8];
     put_le64(len8, l.hdr_len);
-    int bad = write_all(fd, len8, 8) || write_all(fd, l.hdr, l.hdr_len);
-    size_t k, at = 8 + l.hdr_len;
-    for (k = 0; !bad && k < n; k++) {
-        size_t i = l.order[k];
-        bad = l.nbytes[i] && write_all(fd, tensors[i].data, l.nbytes[i]);
-        if (!bad) at += l.nbytes[i];
-    }
-    if (bad) {
-        int e = errno;
-        close(fd);
-        unlink(tmp);
-        rc = tf_error_set(err, TF_ERR_RUNTIME, "%s: writing %s failed at byte %zu: %s", path, tmp, at,
-                          strerror(e));
-        goto out;
-    }
-    int synced = fsync(fd);
-    int e = errno;
-    int closed = close(fd);
-    if (synced != 0 || closed != 0) {
-        if (synced == 0) e = errno;
-        unlink(tmp);
-        rc = tf_error_set(err, TF_ERR_RUNTIME, "%s: flushing %s to disk failed: %s", path, tmp, strerror(e));
-        goto out;
-    }
-    if (rename(tmp, path) != 0) {
-        e = errno;
-        unlink(tmp);
-        rc = tf_error_set(err, TF_ERR_RUNTIME, "%s: cannot rename %s over it: %s", path, tmp, strerror(e));
-        goto out;
-    }
-    if (sync_dir(path) != 0)
-        rc = tf_error_set(err, TF_ERR_RUNTIME,
-                          "%s: written, but flushing its directory failed (the rename may not survive a "
-                          "crash): %s",
-                          path, strerror(errno));
-out:
-    free(tmp);
+    parts[0] = (tf_file_part){len8, 8};
+    parts[1] = (tf_file_part){l.hdr, l.hdr_len};
+    for (size_t k = 0; k < n; k++) parts[k + 2] = (tf_file_part){tensors[l.order[k]].data, l.nbytes[l.order[k]]};
+    rc = tf_file_write_atomic(path, parts, n + 2, err);
+    free(parts);
     layout_free(&l);
     return rc;
 }

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "tfcore/file.h"
 #include "tfcore/log.h"
 #include "tfcore/safetensors.h"
 #include "trainer_internal.h"
@@ -79,7 +80,7 @@ static tf_status write_state(tf_trainer *t, const char *dir, double epoch, tf_er
     t->pvt->get_state(t->prec, &sc);
     json_t *o = json_pack("{s:I, s:f, s:I, s:I, s:f, s:I, s:I, s:{s:f, s:I, s:I}}", "global_step",
                           (json_int_t)t->global_step, "epoch", epoch, "micro_step", (json_int_t)t->micro_step,
-                          "max_steps", (json_int_t)t->total_steps, "total_loss", t->total_loss, "skipped_steps",
+                          "max_steps", (json_int_t)t->steps.max_steps, "total_loss", t->total_loss, "skipped_steps",
                           (json_int_t)t->skipped_steps, "num_parameters", (json_int_t)t->buf.n, "scaler", "scale",
                           sc.scale, "good_steps", (json_int_t)sc.good_steps, "skipped_steps",
                           (json_int_t)sc.skipped_steps);
@@ -88,7 +89,7 @@ static tf_status write_state(tf_trainer *t, const char *dir, double epoch, tf_er
     if (!text) return tf_error_set(err, TF_ERR_RUNTIME, "out of memory writing the trainer state");
     char path[8400];
     snprintf(path, sizeof path, "%s/%s", dir, STATE_FILE);
-    tf_status st = tf_write_file_atomic(path, text, err);
+    tf_status st = tf_file_write_text_atomic(path, text, err);
     free(text);
     return st;
 }
@@ -255,9 +256,9 @@ tf_status tf_trainer_resume(tf_trainer *t, tf_error *err)
     if (!st) st = load_params(t, dir, err);
     if (!st) st = load_optimizer(t, dir, err);
     if (st) return st;
-    if (t->global_step > t->total_steps)
+    if (t->global_step > t->steps.max_steps)
         return tf_error_set(err, TF_ERR_CONFIG, "%s is at step %lld, past this run's %lld steps", dir,
-                            (long long)t->global_step, (long long)t->total_steps);
+                            (long long)t->global_step, (long long)t->steps.max_steps);
     tf_info("resumed from %s at step %lld", dir, (long long)t->global_step);
     return TF_OK;
 }

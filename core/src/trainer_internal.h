@@ -66,9 +66,6 @@ void tf_log_metrics(tf_trainer *t, const tf_metrics *m, int64_t step);
 tf_status tf_write_results(tf_trainer *t, double runtime, double samples, double steps, double train_loss,
                            double epoch, const tf_metrics *eval, tf_error *err);
 
-/* Write `text` to `path` atomically (temp file, fsync, rename). */
-tf_status tf_write_file_atomic(const char *path, const char *text, tf_error *err);
-
 /* Peak resident memory of this process, in MiB. */
 double tf_peak_rss_mb(void);
 

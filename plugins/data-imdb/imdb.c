@@ -18,7 +18,6 @@
  *   predictions_file  write eval predictions (JSONL) to output_dir/<this name>
  *   seed           the held-out split's shuffle (default: training.seed)
  */
-#include <errno.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +25,7 @@
 
 #include "imdb_read.h"
 #include "tfcore/dataset.h"
+#include "tfcore/file.h"
 #include "tfcore/log.h"
 #include "tfcore/plugin.h"
 #include "tfcore/rng.h"
@@ -305,25 +305,24 @@ static tf_status imdb_fill_batch(tf_dataset *ds, tf_split split, const size_t *i
     return TF_OK;
 }
 
+/* output_dir/<predictions_file>: one JSON line per eval row, written atomically. */
 static tf_status write_predictions(tf_dataset *ds, const float *logits, size_t rows, int cols, tf_error *err)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", ds->output_dir ? ds->output_dir : ".", ds->cfg.predictions_file);
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) return tf_error_set(err, TF_ERR_RUNTIME, "cannot write %s: %s", tmp, strerror(errno));
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f) return tf_error_set(err, TF_ERR_RUNTIME, "imdb: out of memory writing %s", path);
     for (size_t r = 0; r < rows; r++) {
         const float *l = logits + r * (size_t)cols;
-        int pred = l[1] > l[0];
         fprintf(f, "{\"index\": %zu, \"label\": %d, \"prediction\": %d, \"logits\": [%.9g, %.9g]}\n", r,
-                ds->split[TF_SPLIT_EVAL].labels[r], pred, (double)l[0], (double)l[1]);
+                ds->split[TF_SPLIT_EVAL].labels[r], l[1] > l[0], (double)l[0], (double)l[1]);
     }
-    if (fclose(f) != 0 || rename(tmp, path) != 0) {
-        remove(tmp);
-        return tf_error_set(err, TF_ERR_RUNTIME, "cannot write %s: %s", path, strerror(errno));
-    }
-    return TF_OK;
+    tf_status st = fclose(f) == 0 ? tf_file_write_text_atomic(path, text, err)
+                                  : tf_error_set(err, TF_ERR_RUNTIME, "imdb: out of memory writing %s", path);
+    free(text);
+    return st;
 }
 
 static tf_status imdb_evaluate(tf_dataset *ds, tf_split split, const float *logits, size_t rows, int cols,

@@ -3,6 +3,7 @@
  * numpy computes them from the model's float32 logits, so that null_odds.json
  * holds the very values Python would write. */
 #include "squad_postprocess.h"
+#include "tfcore/file.h"
 
 #include <errno.h>
 #include <math.h>
@@ -400,37 +401,16 @@ static int dump_dict(const squad_pp_result *r, int odds, char **buf, size_t *len
     return put(buf, len, cap, "}\n", 2);
 }
 
-/* Write text to dir/name through a unique temporary file, fsync, rename:
- * readers see the old file or the new one, and ranks writing the same file at
- * once do not collide. */
+/* Write text to dir/name atomically (libtfcore's temp file, fsync, rename):
+ * readers see the old file or the new one. */
 static tf_status write_atomic(const char *dir, const char *name, const char *text, size_t len, tf_error *err)
 {
-    char path[4096], tmp[4200];
+    char path[4096];
     if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >= sizeof path)
         return tf_error_set(err, TF_ERR_RUNTIME, "squad: the path of %s is too long (output_dir %.200s... has %zu bytes)",
                             name, dir, strlen(dir));
-    snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) return tf_error_set(err, TF_ERR_RUNTIME, "cannot write %s: %s", path, strerror(errno));
-    size_t done = 0;
-    while (done < len) {
-        ssize_t k = write(fd, text + done, len - done);
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) break;
-        done += (size_t)k;
-    }
-    int ok = done == len && fchmod(fd, 0644) == 0 && fsync(fd) == 0;
-    int saved = errno;
-    if (close(fd) != 0 && ok) {
-        ok = 0;
-        saved = errno;
-    }
-    if (!ok || rename(tmp, path) != 0) {
-        if (ok) saved = errno;
-        unlink(tmp);
-        return tf_error_set(err, TF_ERR_RUNTIME, "cannot write %s: %s", path, strerror(saved ? saved : EIO));
-    }
-    return TF_OK;
+    tf_file_part part = {text, len};
+    return tf_file_write_atomic(path, &part, 1, err);
 }
 
 tf_status squad_write_predictions(const char *dir, const squad_pp_result *r, int version_2, tf_error *err)

@@ -17,6 +17,7 @@
 #include <jansson.h>
 
 #include "bert.h"
+#include "tfcore/file.h"
 #include "tfcore/safetensors.h"
 
 /* mkdir -p */
@@ -44,58 +45,11 @@ static tf_status make_dirs(const char *dir, tf_error *err)
     return TF_OK;
 }
 
-static void fsync_dir_of(const char *path)
-{
-    char dir[BERT_PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (slash == dir) slash[1] = '\0';
-    else if (slash) *slash = '\0';
-    else strcpy(dir, ".");
-    int fd = open(dir, O_RDONLY | O_DIRECTORY);
-    if (fd >= 0) {
-        fsync(fd);
-        close(fd);
-    }
-}
-
-/* Write bytes to PATH atomically: PATH.tmp.<pid>, fsync, rename, fsync dir. */
+/* Write bytes to PATH atomically (libtfcore's temp file, fsync, rename). */
 static tf_status write_atomic(const char *path, const void *data, size_t len, tf_error *err)
 {
-    char tmp[BERT_PATH_MAX + 32];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-    if (fd < 0)
-        return tf_error_set(err, TF_ERR_RUNTIME, "model-bert: cannot create %s: %s", tmp,
-                            strerror(errno));
-    const char *p = data;
-    size_t left = len;
-    while (left > 0) {
-        ssize_t w = write(fd, p, left);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) {
-            int e = errno;
-            close(fd);
-            unlink(tmp);
-            return tf_error_set(err, TF_ERR_RUNTIME, "model-bert: writing %s: %s", tmp,
-                                strerror(e));
-        }
-        p += w;
-        left -= (size_t)w;
-    }
-    if (fsync(fd) != 0 || close(fd) != 0) {
-        int e = errno;
-        unlink(tmp);
-        return tf_error_set(err, TF_ERR_RUNTIME, "model-bert: writing %s: %s", tmp, strerror(e));
-    }
-    if (rename(tmp, path) != 0) {
-        int e = errno;
-        unlink(tmp);
-        return tf_error_set(err, TF_ERR_RUNTIME, "model-bert: renaming %s to %s: %s", tmp, path,
-                            strerror(e));
-    }
-    fsync_dir_of(path);
-    return TF_OK;
+    tf_file_part part = {data, len};
+    return tf_file_write_atomic(path, &part, 1, err);
 }
 
 /* The fewest significant digits (<= 17) that print x so it reads back the same. */

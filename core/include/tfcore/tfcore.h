@@ -6,6 +6,7 @@
 #include "tfcore/log.h"
 #include "tfcore/dtype.h"
 #include "tfcore/rng.h"
+#include "tfcore/file.h"
 #include "tfcore/safetensors.h"
 #include "tfcore/plugin.h"
 #include "tfcore/config.h"
