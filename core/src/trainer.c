@@ -340,8 +340,6 @@ static tf_status run_loop(tf_trainer *t, tf_error *err)
     if ((st = tf_sampler_init(&s, rows, t->rank, t->world, (uint64_t)a->seed, 1, err))) return st;
     tf_training_plan sp;
     if ((st = tf_training_plan_compute(a, (long long)rows, t->world, &sp, err))) goto out;
-    t->steps_per_epoch = sp.steps_per_epoch;
-    t->total_steps = sp.max_steps;
     t->steps = sp;
     tf_lr_schedule lrs = {a->lr_scheduler_type, a->learning_rate, sp.warmup_steps, sp.max_steps};
 

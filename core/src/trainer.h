@@ -60,8 +60,6 @@ typedef struct tf_trainer {
     tf_adamw_segment *segs;   /* weight-decay segments over the flat buffer */
     size_t nsegs;
 
-    int64_t steps_per_epoch;  /* optimizer steps per epoch */
-    int64_t total_steps;      /* optimizer steps of the whole run */
     int64_t global_step;      /* optimizer steps done */
     int64_t micro_step;       /* micro-batches done (the dropout stream position) */
     double phase[TF_PHASE_COUNT];
