@@ -73,6 +73,8 @@ SLOT_AT(tf_backend_vtable, cross_entropy, 36);
 SLOT_AT(tf_backend_vtable, adamw, 37);
 SLOT_AT(tf_backend_vtable, sum_squares, 38);
 SLOT_AT(tf_backend_vtable, finite_check, 39);
+SLOT_AT(tf_backend_vtable, host_memory, 40);
+SLOT_AT(tf_backend_vtable, native_stream, 41);
 
 SLOT_AT(tf_model_vtable, check_config, 0);
 SLOT_AT(tf_model_vtable, create, 1);
@@ -105,6 +107,7 @@ SLOT_AT(tf_comm_vtable, wait, 6);
 SLOT_AT(tf_comm_vtable, reduce, 7);
 SLOT_AT(tf_comm_vtable, broadcast, 8);
 SLOT_AT(tf_comm_vtable, barrier, 9);
+SLOT_AT(tf_comm_vtable, abort, 10);
 
 SLOT_AT(tf_precision_vtable, check_config, 0);
 SLOT_AT(tf_precision_vtable, create, 1);

@@ -70,8 +70,8 @@ START_TEST(test_rejections)
 {
     tf_registry *reg = scan1(plugin_dir);
     ASSERT_REJECTED(reg, "badmagic", "bad magic 0xdeadbeef, expected 0x31504654 ('TFP1')");
-    ASSERT_REJECTED(reg, "othermajor", "built for plugin ABI 2.0, this tfcore has ABI 1.0 (majors differ");
-    ASSERT_REJECTED(reg, "newerminor", "built for plugin ABI 1.7, newer than this tfcore's 1.0");
+    ASSERT_REJECTED(reg, "othermajor", "built for plugin ABI 2.1, this tfcore has ABI 1.1 (majors differ");
+    ASSERT_REJECTED(reg, "newerminor", "built for plugin ABI 1.7, newer than this tfcore's 1.1");
     ASSERT_REJECTED(reg, "shortstruct", "descriptor struct_size is 16 bytes, ABI 1.0 needs at least");
     ASSERT_REJECTED(reg, "unknownkind", "unknown kind 9, expected 1..5");
     ASSERT_REJECTED(reg, "badname", "invalid plugin name 'Bad_Name' (must match [a-z0-9-]{1,31})");

@@ -258,6 +258,17 @@ typedef struct tf_backend_vtable {
     /* *found (int32, backend memory) |= 1 if any of x[n] (dtype dt) is inf or NaN. */
     tf_status (*finite_check)(tf_backend *be, tf_stream *s, const void *x, size_t n, tf_dtype dt,
                               int32_t *found, tf_error *err);
+
+    /* --- appended in ABI 1.1: optional, read through TF_HAS() ------------------ */
+    /* true when TF_MEM_DEVICE buffers are ordinary host memory of this process
+     * (backend-cpu), so a comm plugin may hand them to MPI or to other threads
+     * as they are. Absent or false: device memory, staged or given to a
+     * device-aware library. */
+    bool (*host_memory)(tf_backend *be);
+    /* The native queue behind s (NULL = the default stream): a cudaStream_t for
+     * backend-cuda, NULL for a backend without native streams. For comm plugins
+     * that enqueue their own work on the backend's device (NCCL). */
+    void *(*native_stream)(tf_backend *be, tf_stream *s);
 } tf_backend_vtable;
 
 #ifdef __cplusplus

@@ -41,8 +41,23 @@ typedef struct tf_comm_init_args {
     int rank, world_size, local_rank;
     const tf_backend_vtable *backend;
     tf_backend *be;
-    void *shared;                     /* TF_LAUNCH_THREADS: state shared by all workers */
+    /* Where workers of one job meet before they can talk (see TF_COMM_SHARED_BYTES):
+     * TF_LAUNCH_THREADS: one `void *` cell, NULL at first, common to every worker.
+     *   The core calls init for ranks 0, 1, ..., N-1 in that order on one thread
+     *   before any worker runs, and finalize for every rank after all stopped; so
+     *   rank 0's init can allocate the shared state and store it in the cell, and
+     *   init must not wait for other ranks.
+     * TF_LAUNCH_PROCESSES: TF_COMM_SHARED_BYTES of zero-filled memory mapped
+     *   MAP_SHARED before the core forked the workers: every worker process sees
+     *   the same bytes (e.g. rank 0 publishes an ncclUniqueId there). init is
+     *   called in every worker process, concurrently.
+     * TF_LAUNCH_EXTERNAL: NULL (the launcher's own runtime connects the ranks). */
+    void *shared;
+    int local_world_size;             /* workers on this machine (<= world_size) */
 } tf_comm_init_args;
+
+/* Bytes of the TF_LAUNCH_PROCESSES shared region. */
+#define TF_COMM_SHARED_BYTES 65536
 
 typedef struct tf_comm_vtable {
     uint32_t size; /* TF_VTABLE_SIZE(tf_comm_vtable) */
@@ -64,6 +79,12 @@ typedef struct tf_comm_vtable {
     tf_status (*broadcast)(tf_comm *c, void *buf, size_t count, tf_dtype dt, int root,
                            tf_error *err);
     tf_status (*barrier)(tf_comm *c, tf_error *err);
+
+    /* --- appended in ABI 1.1: optional, read through TF_HAS() ------------------ */
+    /* A worker failed: make every other worker's pending and future calls return
+     * (with an error) or end its process, so the job stops instead of hanging
+     * in a collective. May be called from any thread of the failing worker. */
+    void (*abort)(tf_comm *c, const char *why);
 } tf_comm_vtable;
 
 #ifdef __cplusplus
