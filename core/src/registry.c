@@ -213,8 +213,8 @@ static bool consider_file(tf_registry *reg, const char *path, const char *base)
                "rebuild the plugin)",
                d->abi_major, d->abi_minor, TF_ABI_MAJOR, TF_ABI_MINOR);
     if (d->struct_size < sizeof(tf_plugin))
-        REJECT("descriptor struct_size is %u bytes, ABI %d.%d needs at least %zu", d->struct_size,
-               TF_ABI_MAJOR, TF_ABI_MINOR, sizeof(tf_plugin));
+        REJECT("descriptor struct_size is %u bytes, ABI %d.0 needs at least %zu", d->struct_size,
+               TF_ABI_MAJOR, sizeof(tf_plugin)); /* the descriptor is frozen at its x.0 size */
     const char *kname = tf_kind_name(d->kind);
     if (!kname)
         REJECT("unknown kind %u, expected %d..%d (backend, model, dataset, comm, precision)",
