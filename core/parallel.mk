@@ -1,0 +1,1 @@
+# core/parallel.mk — workers, launchers, gradient buckets (being written)

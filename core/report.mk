@@ -1,0 +1,1 @@
+# core/report.mk — tfcore report (being written)

@@ -1,0 +1,1 @@
+# plugins/comm-nccl/local.mk — build rules for plugins/comm-nccl (being written)
