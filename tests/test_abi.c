@@ -75,6 +75,7 @@ SLOT_AT(tf_backend_vtable, sum_squares, 38);
 SLOT_AT(tf_backend_vtable, finite_check, 39);
 SLOT_AT(tf_backend_vtable, host_memory, 40);
 SLOT_AT(tf_backend_vtable, native_stream, 41);
+SLOT_AT(tf_backend_vtable, device_count, 42);
 
 SLOT_AT(tf_model_vtable, check_config, 0);
 SLOT_AT(tf_model_vtable, create, 1);

@@ -142,8 +142,13 @@ START_TEST(test_descriptor)
     ck_assert_int_eq(p->probe(why, sizeof why), 1);
     /* every slot of ABI 1.0 is set */
     const void *const *slot = (const void *const *)((const char *)vt + offsetof(tf_backend_vtable, check_config));
-    size_t nslots = (sizeof(tf_backend_vtable) - offsetof(tf_backend_vtable, check_config)) / sizeof(void *);
+    size_t nslots = (offsetof(tf_backend_vtable, finite_check) + sizeof(void *) -
+                     offsetof(tf_backend_vtable, check_config)) / sizeof(void *);
     for (size_t i = 0; i < nslots; i++) ck_assert_msg(slot[i] != NULL, "slot %zu is NULL", i);
+    /* ABI 1.1: host memory, no native streams, not limited by a device count */
+    ck_assert(TF_HAS(vt, host_memory) && vt->host_memory(be));
+    ck_assert(!TF_HAS(vt, native_stream));
+    ck_assert(TF_HAS(vt, device_count) && vt->device_count(NULL, 0) == -1);
 }
 END_TEST
 

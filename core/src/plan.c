@@ -82,8 +82,17 @@ tf_status tf_plan_resolve(tf_plan *plan, const char *config_file, char *const *o
                           plan->plugin[TF_KIND_PRECISION]->desc->name, flag_precision, flag_precision);
         goto fail;
     }
-    if (tf_config_has_section(plan->cfg, "comm") && (st = pick_plugin(plan, TF_KIND_COMM, NULL, err)))
-        goto fail;
+    plan->comm = (tf_comm_settings){1, 25.0, ""};
+    plan->config_file = config_file;
+    if (tf_config_has_section(plan->cfg, "comm")) {
+        tf_section *cs = tf_config_section(plan->cfg, "comm");
+        long long ws;
+        if ((st = tf_cfg_int(cs, "world_size", 1, 1, 4096, &ws, err))) goto fail;
+        plan->comm.world_size = (int)ws;
+        if ((st = tf_cfg_float(cs, "bucket_mb", 25.0, 0.001, 65536.0, &plan->comm.bucket_mb, err))) goto fail;
+        if ((st = tf_cfg_string(cs, "mpirun_args", "", &plan->comm.mpirun_args, err))) goto fail;
+        if ((st = pick_plugin(plan, TF_KIND_COMM, NULL, err))) goto fail;
+    }
 
     if ((st = tf_config_check_unread(plan->cfg, err))) goto fail;
     return TF_OK;

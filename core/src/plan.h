@@ -14,6 +14,14 @@
 /* The config section each kind reads, by kind number. */
 extern const char *const tf_kind_section[TF_KIND_MAX + 1];
 
+/* The core's keys of the comm section (the plugin reads the rest). */
+typedef struct tf_comm_settings {
+    int world_size;          /* comm.world_size: workers in the job (1 without a comm section) */
+    double bucket_mb;        /* comm.bucket_mb: gradient bucket size for overlapped all-reduce */
+    const char *mpirun_args; /* comm.mpirun_args: extra arguments when tfcore re-executes
+                                itself under mpirun ("" for none) */
+} tf_comm_settings;
+
 typedef struct tf_plan {
     tf_config *cfg;
     tf_registry *reg;
@@ -21,6 +29,8 @@ typedef struct tf_plan {
      * single-worker run (no comm section). */
     const tf_loaded_plugin *plugin[TF_KIND_MAX + 1];
     tf_training_args training;
+    tf_comm_settings comm;
+    const char *config_file; /* as given on the command line (lives as long as the caller's argv) */
 } tf_plan;
 
 /* Load `config_file`, remove the dotted keys in `unsets` (may be NULL),

@@ -200,6 +200,22 @@ static int cpu_probe(char *why, size_t n)
     return 1; /* the host is always there; OpenBLAS picks its kernels at load time */
 }
 
+/* Buffers are malloc'ed host memory: comm plugins may use them as they are. */
+static bool cpu_host_memory(tf_backend *be)
+{
+    (void)be;
+    return true;
+}
+
+/* The host is one "device" that any number of workers share (each gets its
+ * share of the cores): not a limit on the world size. */
+static int cpu_device_count(char *why, size_t n)
+{
+    (void)why;
+    (void)n;
+    return -1;
+}
+
 static const tf_backend_vtable cpu_vtable = {
     .size = TF_VTABLE_SIZE(tf_backend_vtable),
     .check_config = cpu_check_config,
@@ -242,6 +258,9 @@ static const tf_backend_vtable cpu_vtable = {
     .adamw = cpu_adamw,
     .sum_squares = cpu_sum_squares,
     .finite_check = cpu_finite_check,
+    .host_memory = cpu_host_memory,
+    .native_stream = NULL, /* no native streams: ops run synchronously on the calling thread */
+    .device_count = cpu_device_count,
 };
 
 TF_PLUGIN_DEFINE(TF_KIND_BACKEND, CPU_PLUGIN_NAME, CPU_PLUGIN_VERSION,

@@ -269,6 +269,11 @@ typedef struct tf_backend_vtable {
      * backend-cuda, NULL for a backend without native streams. For comm plugins
      * that enqueue their own work on the backend's device (NCCL). */
     void *(*native_stream)(tf_backend *be, tf_stream *s);
+    /* How many devices open() can use on this machine, without opening one
+     * (the core refuses a job that needs more before starting any worker).
+     * -1: not limited by devices (a host backend; the same as an absent slot).
+     * 0: none, with the reason in why[n]. */
+    int (*device_count)(char *why, size_t n);
 } tf_backend_vtable;
 
 #ifdef __cplusplus

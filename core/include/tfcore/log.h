@@ -28,8 +28,13 @@ void tf_log(tf_log_level level, const char *fmt, ...) __attribute__((format(prin
  * $TFCORE_LOG (debug, info, warn, error, quiet) read at first use. */
 void tf_log_set_level(tf_log_level level);
 tf_log_level tf_log_get_level(void);
-/* A prefix put before every line, e.g. "[rank 2] "; NULL for none. Copied. */
+/* A prefix put before every line the CALLING THREAD logs, e.g. "[rank 2] ";
+ * NULL for none. Copied. (Per thread, so worker threads of one process each
+ * carry their rank; a forked process keeps its forking thread's prefix.) */
 void tf_log_set_prefix(const char *prefix);
+/* The level threshold for the calling thread only (e.g. workers other than
+ * rank 0 log warnings and errors only); -1 returns it to the process's. */
+void tf_log_set_thread_level(int level);
 
 #ifdef __cplusplus
 }
