@@ -41,7 +41,7 @@ one_line() {
 }
 
 expect 0 "^usage: tfcore" "$tfcore" --help
-expect 0 "^tfcore [0-9]+\.[0-9]+\.[0-9]+ \(plugin ABI 1\.0\)" "$tfcore" --version
+expect 0 "^tfcore [0-9]+\.[0-9]+\.[0-9]+ \(plugin ABI 1\.[0-9]+\)" "$tfcore" --version
 expect 0 "exit codes:" "$tfcore" --help
 expect 2 "unknown verb 'trian' \(did you mean 'train'\?\)" "$tfcore" trian
 expect 2 "^usage: tfcore" "$tfcore"

@@ -81,7 +81,8 @@ int tf_cli_bench(int argc, char **argv)
     memset(&t, 0, sizeof t);
     tf_sampler s = {0};
     double *times = calloc((size_t)steps, sizeof *times);
-    tf_status st = times ? tf_trainer_setup(&t, &plan, 0, 1, &err) : tf_error_set(&err, TF_ERR_RUNTIME, "out of memory");
+    tf_worker single = tf_worker_single();
+    tf_status st = times ? tf_trainer_setup(&t, &plan, &single, &err) : tf_error_set(&err, TF_ERR_RUNTIME, "out of memory");
     size_t rows = st ? 0 : t.dvt->num_rows(t.ds, TF_SPLIT_TRAIN);
     if (!st) st = tf_sampler_init(&s, rows, 0, 1, (uint64_t)t.args->seed, 1, &err);
     int64_t steps_per_epoch = 0;

@@ -4,8 +4,8 @@
 #include <string.h>
 
 #include "cli.h"
+#include "launch.h"
 #include "plan.h"
-#include "trainer.h"
 
 static void usage(FILE *out)
 {
@@ -54,6 +54,12 @@ int tf_cli_train(int argc, char **argv)
     tf_error err = {0};
     tf_plan plan;
     if (tf_plan_resolve(&plan, config, overrides, nover, NULL, 0, &err)) {
+        /* a GPU config on a machine without one: say which config runs here */
+        char cpu[1024];
+        tf_launch_suggest_cpu_config(config, cpu, sizeof cpu);
+        size_t len = strlen(err.msg);
+        if (err.code == TF_ERR_PLUGIN && strstr(err.msg, "cannot run here") && cpu[0] && strcmp(cpu, config) != 0)
+            snprintf(err.msg + len, sizeof err.msg - len, "; on this machine run %.300s instead", cpu);
         rc = tf_cli_fail(&err);
         goto out;
     }
@@ -61,8 +67,9 @@ int tf_cli_train(int argc, char **argv)
         printf("# tfcore --dry-run: %s resolved; every plugin and key checked\n", config);
         tf_plan_print_plugins(&plan, stdout);
         tf_config_dump(plan.cfg, stdout);
-    } else if (tf_train(&plan, 0, 1, &err)) {
-        rc = tf_cli_fail(&err);
+    } else if (tf_launch_train(&plan, argc, argv, &err)) {
+        /* an empty message: the failing worker printed its error itself */
+        rc = err.msg[0] ? tf_cli_fail(&err) : (int)err.code;
     }
     tf_plan_free(&plan);
 out:

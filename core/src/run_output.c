@@ -115,7 +115,11 @@ static void print_dict(json_t *o)
 static json_t *phase_json(const tf_trainer *t)
 {
     json_t *ph = json_object();
-    for (int i = 0; i < TF_PHASE_COUNT; i++) json_object_set_new(ph, tf_phase_name[i], json_real(t->phase[i]));
+    for (int i = 0; i < TF_PHASE_COUNT; i++) {
+        json_object_set_new(ph, tf_phase_name[i], json_real(t->phase[i]));
+        /* right after "comm": the part of it the workers spent blocked */
+        if (i == TF_PHASE_COMM) json_object_set_new(ph, "comm_exposed", json_real(t->comm_exposed));
+    }
     return ph;
 }
 
@@ -168,6 +172,7 @@ tf_status tf_write_results(tf_trainer *t, double runtime, double samples, double
     json_object_set_new(x, "global_step", json_integer(t->global_step));
     json_object_set_new(x, "skipped_steps", json_integer(t->skipped_steps));
     json_object_set_new(x, "world_size", json_integer(t->world));
+    if (t->plan->config_file) json_object_set_new(x, "config", json_string(t->plan->config_file));
     for (uint32_t k = TF_KIND_MIN; k <= TF_KIND_MAX; k++) {
         const tf_loaded_plugin *p = t->plan->plugin[k];
         json_object_set_new(x, tf_kind_name(k), json_string(p ? p->desc->name : "none"));

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "lr_schedule.h"
 #include "sampler.h"
@@ -144,13 +145,29 @@ tf_status tf_trainer_upload(tf_trainer *t, tf_error *err)
     return TF_OK;
 }
 
-tf_status tf_trainer_setup(tf_trainer *t, const tf_plan *plan, int rank, int world, tf_error *err)
+/* Host threads for this worker's backend: the cores shared among the workers
+ * on this machine, unless backend.threads asks for a number (0 = share). */
+static int backend_threads(const tf_trainer *t)
+{
+    if (t->w.local_world <= 1) return 0; /* the backend's default: every core */
+    tf_section *bs = tf_config_section(t->plan->cfg, "backend");
+    long long v = 0;
+    tf_error ignore;
+    if (tf_cfg_has(bs, "threads") && tf_cfg_int(bs, "threads", 0, 0, 1LL << 20, &v, &ignore) == TF_OK && v > 0)
+        return 0; /* the config's number, which the backend reads itself */
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    long share = cores / t->w.local_world;
+    return share < 1 ? 1 : (int)share;
+}
+
+tf_status tf_trainer_setup(tf_trainer *t, const tf_plan *plan, const tf_worker *w, tf_error *err)
 {
     memset(t, 0, sizeof *t);
     t->plan = plan;
     t->args = &plan->training;
-    t->rank = rank;
-    t->world = world;
+    t->w = *w;
+    t->rank = w->rank;
+    t->world = w->world;
     if (!(t->output_dir = strdup(t->args->output_dir))) return tf_error_set(err, TF_ERR_RUNTIME, "out of memory");
     const tf_training_args *a = t->args;
     tf_config *cfg = plan->cfg;
@@ -161,7 +178,8 @@ tf_status tf_trainer_setup(tf_trainer *t, const tf_plan *plan, int rank, int wor
     t->mvt = plan->plugin[TF_KIND_MODEL]->desc->vtable;
     t->dvt = plan->plugin[TF_KIND_DATASET]->desc->vtable;
 
-    tf_backend_open_args bo = {sizeof bo, t->rank, 0, (uint64_t)a->seed, tf_config_section(cfg, "backend")};
+    tf_backend_open_args bo = {sizeof bo, w->local_rank, backend_threads(t), (uint64_t)a->seed,
+                               tf_config_section(cfg, "backend")};
     if ((st = t->bvt->open(&bo, &t->be, err))) return st;
     if ((st = t->pvt->create(tf_config_section(cfg, "precision"), &t->prec, err))) return st;
     tf_dtype act = t->pvt->compute_dtype(t->prec);
@@ -206,6 +224,7 @@ tf_status tf_trainer_setup(tf_trainer *t, const tf_plan *plan, int rank, int wor
 
 void tf_trainer_teardown(tf_trainer *t)
 {
+    tf_trainer_comm_finalize(t);
     if (t->log) fclose(t->log);
     if (t->be) {
         if (t->exp_avg) t->bvt->free(t->be, t->exp_avg, TF_MEM_DEVICE);
@@ -244,14 +263,13 @@ static tf_status clip_gradients(tf_trainer *t, double *norm_out, tf_error *err)
     return TF_OK;
 }
 
-/* Run forward + backward on the rows the sampler gives; add to the step's loss. */
-static tf_status micro_batch(tf_trainer *t, tf_sampler *s, size_t first, size_t n, double *loss_sum,
-                             float loss_scale, tf_error *err)
+/* Forward + backward on rows idx[n] of the training split; *loss gets the
+ * batch's mean loss. backward_scale multiplies the loss gradient; ready (may
+ * be NULL) is the model's grads-ready callback for this backward. */
+static tf_status micro_batch(tf_trainer *t, const size_t *idx, size_t n, double *loss, float backward_scale,
+                             tf_grads_ready_fn ready, tf_error *err)
 {
-    size_t idx[4096];
-    if (n > sizeof idx / sizeof idx[0]) return tf_error_set(err, TF_ERR_CONFIG, "batch of %zu rows is too large", n);
     double t0 = tf_now();
-    tf_sampler_rows(s, first, n, idx);
     tf_status st = t->dvt->fill_batch(t->ds, TF_SPLIT_TRAIN, idx, n, &t->host, err);
     if (!st) st = tf_trainer_upload(t, err);
     if (st) return st;
@@ -265,12 +283,10 @@ static tf_status micro_batch(tf_trainer *t, tf_sampler *s, size_t first, size_t 
     if (!isfinite(out.loss))
         return tf_error_set(err, TF_ERR_RUNTIME, "step %lld: the training loss is %s; stopping",
                             (long long)t->global_step + 1, isnan(out.loss) ? "nan" : "inf");
-    *loss_sum += out.loss;
-    /* Trainer divides the loss by gradient_accumulation_steps before backward */
-    if ((st = t->mvt->backward(t->model, loss_scale / (float)t->args->gradient_accumulation_steps, NULL, NULL, err)))
-        return st;
+    *loss = out.loss;
+    if (ready) tf_grad_buckets_begin(&t->buckets);
+    if ((st = t->mvt->backward(t->model, backward_scale, ready, ready ? &t->buckets : NULL, err))) return st;
     t->phase[TF_PHASE_BACKWARD] += tf_now() - t2;
-    t->micro_step++;
     return TF_OK;
 }
 
@@ -279,24 +295,39 @@ static tf_status optimizer_step(tf_trainer *t, const tf_lr_schedule *lrs, double
 {
     double t0 = tf_now();
     bool found_inf = false;
-    tf_status st = t->pvt->unscale_and_check(t->prec, t->bvt, t->be, t->buf.grads, t->buf.n, t->dev_flag,
-                                             &found_inf, err);
-    if (st) return st;
+    tf_status st;
+    /* DataParallel: only rank 0 holds the summed gradients and steps */
+    bool steps_here = !t->root_only || t->rank == 0;
+    if (steps_here &&
+        (st = t->pvt->unscale_and_check(t->prec, t->bvt, t->be, t->buf.grads, t->buf.n, t->dev_flag, &found_inf, err)))
+        return st;
+    if (t->root_only) { /* every replica's loss scaler moves as rank 0's */
+        int32_t f = found_inf;
+        if ((st = tf_trainer_broadcast_host(t, &f, 1, TF_DTYPE_I32, 0, err))) return st;
+        found_inf = f != 0;
+    }
+    float scale_before = t->pvt->loss_scale(t->prec);
     *skipped = t->pvt->update(t->prec, found_inf);
     *norm = NAN;
     *lr_used = tf_lr_at(lrs, t->global_step);
     if (!*skipped) {
-        if ((st = clip_gradients(t, norm, err))) return st;
-        tf_adamw_hyper h = {(float)*lr_used, (float)t->args->adam_beta1, (float)t->args->adam_beta2,
-                            (float)t->args->adam_epsilon, t->global_step + 1 - t->skipped_steps, 1.0f};
-        if ((st = t->bvt->adamw(t->be, NULL, t->buf.params, t->buf.grads, t->exp_avg, t->exp_avg_sq, t->segs,
-                                t->nsegs, &h, err)))
-            return st;
+        if (steps_here) {
+            if ((st = clip_gradients(t, norm, err))) return st;
+            tf_adamw_hyper h = {(float)*lr_used, (float)t->args->adam_beta1, (float)t->args->adam_beta2,
+                                (float)t->args->adam_epsilon, t->global_step + 1 - t->skipped_steps, 1.0f};
+            if ((st = t->bvt->adamw(t->be, NULL, t->buf.params, t->buf.grads, t->exp_avg, t->exp_avg_sq, t->segs,
+                                    t->nsegs, &h, err)))
+                return st;
+        }
     } else {
         t->skipped_steps++;
+        if (t->rank == 0)
+            tf_warn("step %lld: gradients overflowed at loss scale %g; step skipped, scale now %g",
+                    (long long)t->global_step + 1, (double)scale_before, (double)t->pvt->loss_scale(t->prec));
     }
     st = t->mvt->zero_grad(t->model, err);
     t->phase[TF_PHASE_OPTIMIZER] += tf_now() - t0;
+    if (!st && t->root_only && !*skipped) st = tf_trainer_broadcast_params(t, err);
     return st;
 }
 
@@ -306,17 +337,54 @@ tf_status tf_trainer_step(tf_trainer *t, tf_sampler *s, const tf_lr_schedule *lr
                           double *step_loss, double *lr, double *norm, bool *skipped, tf_error *err)
 {
     const tf_training_args *a = t->args;
-    size_t B = (size_t)a->per_device_train_batch_size;
-    size_t rank_rows = tf_sampler_rank_rows(s);
+    size_t B = (size_t)a->per_device_train_batch_size, W = (size_t)t->world;
+    /* DDP: this rank's shard, B rows a micro-batch. DataParallel: one global
+     * micro-batch of B*W rows that the master splits into W chunks of
+     * ceil(m/W) rows (torch's scatter: the last replicas may get fewer, or none). */
+    size_t M = t->root_only ? B * W : B;
+    size_t shard_rows = tf_sampler_rank_rows(s);
     int64_t accum = a->gradient_accumulation_steps;
-    int64_t batches_per_epoch = (int64_t)((rank_rows + B - 1) / B);
-    double loss_sum = 0;
+    int64_t batches_per_epoch = (int64_t)((shard_rows + M - 1) / M);
+    double loss_sum = 0; /* this rank's share of the step's loss, summed over ranks below */
+    size_t idx[4096];
+    if (M > sizeof idx / sizeof idx[0]) return tf_error_set(err, TF_ERR_CONFIG, "batch of %zu rows is too large", M);
     tf_status st;
     for (int64_t k = 0; k < accum; k++) {
         int64_t b = step_in_epoch * accum + k;
         if (b >= batches_per_epoch) break; /* the epoch's last, short accumulation */
-        size_t first = (size_t)b * B, n = rank_rows - first < B ? rank_rows - first : B;
-        if ((st = micro_batch(t, s, first, n, &loss_sum, t->pvt->loss_scale(t->prec), err))) return st;
+        bool last = k + 1 == accum || b + 1 == batches_per_epoch;
+        size_t first = (size_t)b * M, m = shard_rows - first < M ? shard_rows - first : M;
+        size_t my_first = first, my_n = m, used = W;
+        if (t->root_only) {
+            size_t chunk = (m + W - 1) / W;
+            used = (m + chunk - 1) / chunk;
+            my_first = first + (size_t)t->rank * chunk;
+            my_n = (size_t)t->rank < used ? (m - (size_t)t->rank * chunk < chunk ? m - (size_t)t->rank * chunk : chunk) : 0;
+        }
+        /* Trainer divides the loss by gradient_accumulation_steps; DataParallel
+         * averages the replicas' losses (so their gradients' sum is scaled by
+         * 1/used), DDP averages the gradients in the all-reduce. */
+        float bscale = t->pvt->loss_scale(t->prec) / (float)accum / (t->root_only ? (float)used : 1.0f);
+        tf_grads_ready_fn ready = last && t->comm && !t->root_only ? tf_grad_buckets_ready : NULL;
+        if (my_n > 0) {
+            double loss = 0;
+            tf_sampler_rows(s, my_first, my_n, idx);
+            if ((st = micro_batch(t, idx, my_n, &loss, bscale, ready, err))) return st;
+            loss_sum += loss / (double)used;
+        }
+        t->micro_step++;
+    }
+    if (t->comm) {
+        if (t->root_only) {
+            if ((st = tf_trainer_reduce_to_root(t, err))) return st;
+        } else {
+            double span, exposed;
+            st = tf_grad_buckets_finish(&t->buckets, &span, &exposed, err);
+            t->phase[TF_PHASE_COMM] += span;
+            t->comm_exposed += exposed;
+            if (st) return st;
+        }
+        if ((st = tf_trainer_allreduce_host(t, &loss_sum, 1, TF_DTYPE_F64, TF_REDUCE_SUM, err))) return st;
     }
     if ((st = optimizer_step(t, lrs, lr, norm, skipped, err))) return st;
     t->global_step++;
@@ -337,13 +405,18 @@ static tf_status run_loop(tf_trainer *t, tf_error *err)
     tf_status st;
     tf_sampler s;
     size_t rows = t->dvt->num_rows(t->ds, TF_SPLIT_TRAIN);
-    if ((st = tf_sampler_init(&s, rows, t->rank, t->world, (uint64_t)a->seed, 1, err))) return st;
+    /* DataParallel samples one global stream and splits each batch (tf_trainer_step) */
+    if ((st = tf_sampler_init(&s, rows, t->root_only ? 0 : t->rank, t->root_only ? 1 : t->world, (uint64_t)a->seed, 1,
+                              err)))
+        return st;
     tf_training_plan sp;
     if ((st = tf_training_plan_compute(a, (long long)rows, t->world, &sp, err))) goto out;
     t->steps = sp;
     tf_lr_schedule lrs = {a->lr_scheduler_type, a->learning_rate, sp.warmup_steps, sp.max_steps};
 
     if ((st = tf_trainer_resume(t, err))) goto out;
+    /* every worker starts from rank 0's parameters, as DDP's constructor does */
+    if ((st = tf_trainer_broadcast_params(t, err))) goto out;
     tf_info("training: %zu rows, %lld epochs x %lld steps = %lld optimizer steps, global batch %lld",
             rows, (long long)sp.num_train_epochs, (long long)sp.steps_per_epoch, (long long)sp.max_steps,
             (long long)sp.total_train_batch_size);
@@ -408,13 +481,22 @@ out:
     return st;
 }
 
-tf_status tf_train(const tf_plan *plan, int rank, int world, tf_error *err)
+tf_status tf_trainer_run(tf_trainer *t, tf_error *err)
+{
+    tf_status st = TF_OK;
+    if (t->rank == 0) st = tf_mkdirs(t->output_dir, err);
+    if (!st && t->rank == 0) st = tf_open_log(t, err);
+    if (!st) st = run_loop(t, err);
+    return st;
+}
+
+tf_status tf_train(const tf_plan *plan, const tf_worker *w, tf_error *err)
 {
     tf_trainer t;
-    tf_status st = tf_trainer_setup(&t, plan, rank, world, err);
-    if (!st && rank == 0) st = tf_mkdirs(t.output_dir, err);
-    if (!st && rank == 0) st = tf_open_log(&t, err);
-    if (!st) st = run_loop(&t, err);
+    tf_status st = tf_trainer_setup(&t, plan, w, err);
+    if (!st) st = tf_trainer_comm_init(&t, err);
+    if (!st) st = tf_trainer_run(&t, err);
+    if (st) tf_trainer_comm_abort(&t, err->msg);
     tf_trainer_teardown(&t);
     return st;
 }

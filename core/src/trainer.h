@@ -11,7 +11,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "grad_buckets.h"
 #include "plan.h"
+#include "worker.h"
 #include "tfcore/backend.h"
 #include "tfcore/dataset.h"
 #include "tfcore/model.h"
@@ -22,7 +24,8 @@ typedef enum tf_phase {
     TF_PHASE_DATA = 0,      /* sampling, filling and copying batches */
     TF_PHASE_FORWARD = 1,
     TF_PHASE_BACKWARD = 2,
-    TF_PHASE_COMM = 3,      /* gradient reduction */
+    TF_PHASE_COMM = 3,      /* communication in flight (overlapped with backward or not);
+                               the blocked part is tf_trainer.comm_exposed */
     TF_PHASE_OPTIMIZER = 4, /* unscale, clip, AdamW, zero_grad */
     TF_PHASE_EVAL = 5,
     TF_PHASE_SAVE = 6,
@@ -35,7 +38,8 @@ extern const char *const tf_phase_name[TF_PHASE_COUNT];
 typedef struct tf_trainer {
     const tf_plan *plan;
     const tf_training_args *args;
-    int rank, world;
+    tf_worker w;              /* who this worker is in the job */
+    int rank, world;          /* w.rank, w.world */
 
     const tf_backend_vtable *bvt;
     tf_backend *be;
@@ -60,6 +64,16 @@ typedef struct tf_trainer {
     tf_adamw_segment *segs;   /* weight-decay segments over the flat buffer */
     size_t nsegs;
 
+    /* --- talking to the other workers (all NULL/0 for a single worker) --- */
+    const tf_comm_vtable *cvt;
+    tf_comm *comm;
+    bool root_only;           /* DataParallel: rank 0 splits each batch, gets the gradient sum,
+                                 steps and broadcasts the parameters (else DDP: all-reduce, every
+                                 rank steps) */
+    tf_grad_buckets buckets;  /* DDP's overlapped bucketed all-reduce */
+    void *comm_scratch;       /* [TF_COMM_SCRATCH_BYTES] backend memory for small collectives */
+    double comm_exposed;      /* seconds spent blocked on communication (part of phase[COMM]) */
+
     int64_t global_step;      /* optimizer steps done */
     int64_t micro_step;       /* micro-batches done (the dropout stream position) */
     double phase[TF_PHASE_COUNT];
@@ -72,8 +86,9 @@ typedef struct tf_trainer {
     char *output_dir;
 } tf_trainer;
 
-/* Train as plan says, on worker `rank` of `world`. Writes results.json,
- * log.jsonl, checkpoints and the final model under training.output_dir. */
-tf_status tf_train(const tf_plan *plan, int rank, int world, tf_error *err);
+/* Train as plan says, as worker w of its job (set up, connect to the other
+ * workers, run, tear down). Rank 0 writes results.json, log.jsonl,
+ * checkpoints and the final model under training.output_dir. */
+tf_status tf_train(const tf_plan *plan, const tf_worker *w, tf_error *err);
 
 #endif

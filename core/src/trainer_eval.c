@@ -67,8 +67,13 @@ tf_status tf_trainer_evaluate(tf_trainer *t, double epoch, tf_metrics *out, tf_e
         if (!logits || !staging)
             st = tf_error_set(err, TF_ERR_RUNTIME, "out of memory for %zu x %d eval logits", rows, cols);
     }
-    for (size_t first = 0; !st && first < rows; first += B) {
-        size_t n = rows - first < B ? rows - first : B;
+    /* Each worker evaluates its own contiguous block of rows, exactly once
+     * (no padding); logits land at their rows' places in a zeroed [rows, cols]
+     * array, and the sum over workers gathers them for rank 0's metrics. */
+    size_t lo = rows * (size_t)t->rank / (size_t)t->world, hi = rows * ((size_t)t->rank + 1) / (size_t)t->world;
+    if (!st && t->world > 1) memset(logits, 0, rows * (size_t)cols * sizeof *logits);
+    for (size_t first = lo; !st && first < hi; first += B) {
+        size_t n = hi - first < B ? hi - first : B;
         for (size_t i = 0; i < n; i++) idx[i] = first + i;
         if ((st = t->dvt->fill_batch(t->ds, TF_SPLIT_EVAL, idx, n, &t->host, err))) break;
         if ((st = tf_trainer_upload(t, err))) break;
@@ -78,8 +83,20 @@ tf_status tf_trainer_evaluate(tf_trainer *t, double epoch, tf_metrics *out, tf_e
         loss_sum += (double)o.loss * (double)n;
         batches++;
     }
+    if (!st && t->world > 1) {
+        /* the gather is evaluation time, not the training's communication */
+        double comm_before = t->phase[TF_PHASE_COMM], exposed_before = t->comm_exposed;
+        double sums[2] = {loss_sum, (double)batches};
+        st = tf_trainer_allreduce_host(t, logits, rows * (size_t)cols, TF_DTYPE_F32, TF_REDUCE_SUM, err);
+        if (!st) st = tf_trainer_allreduce_host(t, sums, 2, TF_DTYPE_F64, TF_REDUCE_SUM, err);
+        loss_sum = sums[0];
+        batches = (size_t)sums[1];
+        t->phase[TF_PHASE_COMM] = comm_before;
+        t->comm_exposed = exposed_before;
+    }
     tf_metrics ds_metrics = {0};
-    if (!st) st = t->dvt->evaluate(t->ds, TF_SPLIT_EVAL, logits, rows, cols, &ds_metrics, err);
+    /* the metrics (and any predictions file the dataset writes) are rank 0's */
+    if (!st && t->rank == 0) st = t->dvt->evaluate(t->ds, TF_SPLIT_EVAL, logits, rows, cols, &ds_metrics, err);
     free(idx);
     free(logits);
     free(staging);

@@ -17,8 +17,26 @@ tf_status tf_mkdirs(const char *path, tf_error *err);
 /* Open every plugin, create the model, open the dataset, and allocate the
  * batch and optimizer buffers (nothing is written to output_dir). On error
  * the caller still calls tf_trainer_teardown. */
-tf_status tf_trainer_setup(tf_trainer *t, const tf_plan *plan, int rank, int world, tf_error *err);
+tf_status tf_trainer_setup(tf_trainer *t, const tf_plan *plan, const tf_worker *w, tf_error *err);
 void tf_trainer_teardown(tf_trainer *t);
+/* Rank 0 creates output_dir and opens log.jsonl; then the training loop. */
+tf_status tf_trainer_run(tf_trainer *t, tf_error *err);
+
+/* --- the trainer's collectives (trainer_comm.c); no-ops for a single worker - */
+#define TF_COMM_SCRATCH_BYTES 64
+/* Connect this worker's comm plugin (after setup: it needs the backend). */
+tf_status tf_trainer_comm_init(tf_trainer *t, tf_error *err);
+void tf_trainer_comm_finalize(tf_trainer *t);
+/* This worker failed: make the others stop instead of waiting for it. */
+void tf_trainer_comm_abort(tf_trainer *t, const char *why);
+/* host[count] (host memory) reduced / broadcast across workers. */
+tf_status tf_trainer_allreduce_host(tf_trainer *t, void *host, size_t count, tf_dtype dt, tf_reduce_op op,
+                                    tf_error *err);
+tf_status tf_trainer_broadcast_host(tf_trainer *t, void *host, size_t count, tf_dtype dt, int root, tf_error *err);
+/* Every worker's parameters := rank 0's. */
+tf_status tf_trainer_broadcast_params(tf_trainer *t, tf_error *err);
+/* DataParallel: the gradients' sum onto rank 0. */
+tf_status tf_trainer_reduce_to_root(tf_trainer *t, tf_error *err);
 
 /* One optimizer step: gradient_accumulation_steps micro-batches (forward and
  * backward) from this epoch's position step_in_epoch, then unscale, clip and

@@ -1,0 +1,60 @@
+/* grad_buckets.h — DDP's gradient buckets: reduce gradients while backward
+ * is still running.
+ *
+ * The model reports, during backward of the last micro-batch of a step, each
+ * range of the flat gradient buffer as soon as it is final (tf_grads_ready_fn,
+ * in the order backward produces them). Adjacent ranges are merged into a
+ * bucket; when a bucket reaches its size (the first one is capped at 1 MiB,
+ * later ones at comm.bucket_mb, as torch DDP does) its all-reduce (average) is
+ * started right away, so communication overlaps the rest of backward. Before
+ * the optimizer, tf_grad_buckets_finish starts whatever is left (ranges the
+ * model never reported included) and waits for every bucket: only that wait
+ * is "exposed" communication time. */
+#ifndef TFCORE_GRAD_BUCKETS_H
+#define TFCORE_GRAD_BUCKETS_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "tfcore/comm.h"
+#include "tfcore/error.h"
+
+typedef struct tf_grad_bucket {
+    size_t offset, count;   /* elements of grads */
+    tf_comm_request *req;
+} tf_grad_bucket;
+
+typedef struct tf_grad_buckets {
+    const tf_comm_vtable *cvt;
+    tf_comm *comm;
+    float *grads;              /* [n] the model's flat gradients (backend memory) */
+    size_t n;
+    size_t first_cap, cap;     /* bucket sizes in elements: the first bucket, the others */
+    size_t open_offset, open_count; /* ready ranges not yet started (one contiguous run) */
+    tf_grad_bucket *inflight;  /* [ninflight] started, not yet waited for, in start order */
+    size_t ninflight, capacity;
+    size_t started;            /* elements started this step (to find unreported ranges) */
+    double first_start;        /* tf_now() of the step's first start (for the comm span) */
+    tf_status st;              /* the first error inside a ready callback (it cannot return one) */
+    tf_error err;
+    FILE *trace;               /* TFCORE_TRACE_COMM: one line per event, or NULL */
+    double trace_t0;
+} tf_grad_buckets;
+
+tf_status tf_grad_buckets_init(tf_grad_buckets *b, const tf_comm_vtable *cvt, tf_comm *comm, float *grads,
+                               size_t n, double bucket_mb, FILE *trace, tf_error *err);
+void tf_grad_buckets_free(tf_grad_buckets *b);
+
+/* Start of a step's last backward. */
+void tf_grad_buckets_begin(tf_grad_buckets *b);
+/* The tf_grads_ready_fn handed to the model's backward (user = the buckets). */
+void tf_grad_buckets_ready(void *user, size_t offset, size_t count);
+/* After backward: start what is left, wait for everything. *span is the
+ * seconds from the first start to the end of the last wait (communication
+ * in flight), *exposed the seconds spent waiting here. */
+tf_status tf_grad_buckets_finish(tf_grad_buckets *b, double *span, double *exposed, tf_error *err);
+
+/* A trace line "<seconds> <event> [numbers]" when tracing is on. */
+void tf_grad_buckets_trace(tf_grad_buckets *b, const char *event, size_t a, size_t c);
+
+#endif

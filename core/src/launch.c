@@ -1,0 +1,590 @@
+/* launch.c — starting a job's workers and stopping them together (launch.h). */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "launch.h"
+#include "trainer.h"
+#include "trainer_internal.h"
+#include "tfcore/log.h"
+
+/* Environment our own process launcher gives each worker it starts. */
+#define ENV_RANK "TFCORE_WORKER_RANK"
+#define ENV_WORLD "TFCORE_WORKER_WORLD"
+#define ENV_SHM_FD "TFCORE_WORKER_SHM_FD"
+/* Set in the job tfcore starts under mpirun, so it never re-executes twice. */
+#define ENV_RELAUNCHED "TFCORE_MPI_RELAUNCHED"
+
+/* Seconds a stopping job's workers get between SIGTERM and SIGKILL. */
+#define STOP_GRACE_SECONDS 5.0
+
+static bool env_int(const char *name, int *out)
+{
+    const char *v = getenv(name);
+    if (!v || !*v) return false;
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (errno || end == v || x < 0 || x > INT_MAX) return false;
+    *out = (int)x;
+    return true;
+}
+
+/* --- who started us ---------------------------------------------------------- */
+
+typedef struct external_env {
+    bool found;
+    int rank, size, local_rank, local_size;
+    const char *source; /* which variables said so */
+} external_env;
+
+static void read_external_env(external_env *e)
+{
+    memset(e, 0, sizeof *e);
+    if (env_int("OMPI_COMM_WORLD_RANK", &e->rank) && env_int("OMPI_COMM_WORLD_SIZE", &e->size)) {
+        e->source = "Open MPI (OMPI_COMM_WORLD_*)";
+        if (!env_int("OMPI_COMM_WORLD_LOCAL_RANK", &e->local_rank)) e->local_rank = e->rank;
+        if (!env_int("OMPI_COMM_WORLD_LOCAL_SIZE", &e->local_size)) e->local_size = e->size;
+    } else if (env_int("PMI_RANK", &e->rank) && env_int("PMI_SIZE", &e->size)) {
+        e->source = "PMI (PMI_RANK, PMI_SIZE)";
+        if (!env_int("MPI_LOCALRANKID", &e->local_rank)) e->local_rank = e->rank;
+        if (!env_int("MPI_LOCALNRANKS", &e->local_size)) e->local_size = e->size;
+    } else if (env_int("SLURM_PROCID", &e->rank) && env_int("SLURM_STEP_NUM_TASKS", &e->size)) {
+        /* only inside an srun step: a batch script also has SLURM_PROCID=0 */
+        e->source = "Slurm srun (SLURM_PROCID, SLURM_STEP_NUM_TASKS)";
+        if (!env_int("SLURM_LOCALID", &e->local_rank)) e->local_rank = e->rank;
+        /* SLURM_STEP_TASKS_PER_NODE reads like "2(x3),1": the first count is ours
+         * on homogeneous allocations, the common case */
+        const char *tpn = getenv("SLURM_STEP_TASKS_PER_NODE");
+        e->local_size = tpn ? atoi(tpn) : 0;
+        if (e->local_size < 1) e->local_size = e->size;
+    } else {
+        return;
+    }
+    e->found = e->size >= 1 && e->rank < e->size && e->local_rank < e->local_size;
+}
+
+static void set_worker_logging(int rank, int world)
+{
+    if (world <= 1) return;
+    char prefix[32];
+    snprintf(prefix, sizeof prefix, "[rank %d] ", rank);
+    tf_log_set_prefix(prefix);
+    /* rank 0 tells the story; the others speak up for warnings and errors */
+    if (rank != 0 && tf_log_get_level() < TF_LOG_WARN) tf_log_set_thread_level(TF_LOG_WARN);
+}
+
+/* --- hints and checks before any work ---------------------------------------- */
+
+void tf_launch_suggest_cpu_config(const char *config_file, char *out, size_t n)
+{
+    if (n) out[0] = '\0';
+    if (!config_file || !n) return;
+    char dir[PATH_MAX];
+    const char *slash = strrchr(config_file, '/');
+    if (slash)
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - config_file), config_file);
+    else
+        snprintf(dir, sizeof dir, ".");
+    DIR *d = opendir(dir[0] ? dir : "/");
+    if (!d) return;
+    /* the CPU variants of the comparison, named cpu_*.cfg, then the quickstart */
+    char best[256] = "";
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        const char *name = de->d_name;
+        size_t len = strlen(name);
+        if (len < 5 || strcmp(name + len - 4, ".cfg") != 0) continue;
+        bool cpu = strncmp(name, "cpu_", 4) == 0, quick = strcmp(name, "quickstart.cfg") == 0;
+        if (!cpu && !quick) continue;
+        if (!best[0] || (cpu && (strncmp(best, "cpu_", 4) != 0 || strcmp(name, best) < 0)))
+            snprintf(best, sizeof best, "%s", name);
+    }
+    closedir(d);
+    if (best[0]) snprintf(out, n, "%s/%s", slash ? dir : ".", best);
+}
+
+/* The backend must have a device for each worker on this machine. */
+static tf_status check_devices(const tf_plan *plan, int needed, tf_error *err)
+{
+    const tf_loaded_plugin *bp = plan->plugin[TF_KIND_BACKEND];
+    const tf_backend_vtable *bvt = bp->desc->vtable;
+    if (!TF_HAS(bvt, device_count)) return TF_OK;
+    char why[256] = "";
+    int have = bvt->device_count(why, sizeof why);
+    if (have < 0 || have >= needed) return TF_OK;
+    char hint[512] = "", cpu[PATH_MAX];
+    tf_launch_suggest_cpu_config(plan->config_file, cpu, sizeof cpu);
+    if (cpu[0]) snprintf(hint, sizeof hint, "; on this machine run %.400s instead", cpu);
+    const char *where = plan->config_file ? plan->config_file : "the config";
+    if (have == 0)
+        return tf_error_set(err, TF_ERR_CONFIG, "%s: %d worker%s need%s %d %s device%s, and this machine has none%s%s%s%s",
+                            where, needed, needed == 1 ? "" : "s", needed == 1 ? "s" : "", needed, bp->desc->name,
+                            needed == 1 ? "" : "s", why[0] ? " (" : "", why, why[0] ? ")" : "", hint);
+    return tf_error_set(err, TF_ERR_CONFIG, "%s: comm.world_size %d needs %d %s devices on this machine, but it has %d%s",
+                        where, plan->comm.world_size, needed, bp->desc->name, have, hint);
+}
+
+/* --- one worker in this process ---------------------------------------------- */
+
+/* Train as worker w. A failing worker of a multi-worker job prints its own
+ * error (it may not get the chance later: the comm plugin's abort can end the
+ * process) and then stops the others. */
+static tf_status run_one(const tf_plan *plan, const tf_worker *w, tf_error *err)
+{
+    set_worker_logging(w->rank, w->world);
+    tf_trainer t;
+    tf_status st = tf_trainer_setup(&t, plan, w, err);
+    if (!st) st = tf_trainer_comm_init(&t, err);
+    if (!st) st = tf_trainer_run(&t, err);
+    if (st && w->world > 1) {
+        tf_log(TF_LOG_ERROR, "%s", err->msg);
+        fflush(stderr);
+        tf_trainer_comm_abort(&t, err->msg);
+        err->msg[0] = '\0'; /* printed */
+    }
+    tf_trainer_teardown(&t);
+    return st;
+}
+
+/* --- threads (comm-dp-master) -------------------------------------------------- */
+
+typedef struct thread_job {
+    pthread_mutex_t lock;
+    int failed_rank; /* -1: none yet */
+    tf_status st;
+    tf_error err;
+} thread_job;
+
+typedef struct thread_worker {
+    tf_trainer t;
+    thread_job *job;
+    bool set_up;
+} thread_worker;
+
+static void record_failure(thread_job *job, int rank, tf_status st, const tf_error *e)
+{
+    pthread_mutex_lock(&job->lock);
+    if (job->failed_rank < 0) {
+        job->failed_rank = rank;
+        job->st = st;
+        job->err = *e;
+    }
+    pthread_mutex_unlock(&job->lock);
+}
+
+static void *thread_main(void *arg)
+{
+    thread_worker *tw = arg;
+    set_worker_logging(tw->t.rank, tw->t.world);
+    tf_error e = {0};
+    tf_status st = tf_trainer_run(&tw->t, &e);
+    if (st) {
+        record_failure(tw->job, tw->t.rank, st, &e);
+        tf_trainer_comm_abort(&tw->t, e.msg);
+    }
+    return NULL;
+}
+
+static tf_status run_threads(const tf_plan *plan, const tf_comm_vtable *cvt, int world, tf_error *err)
+{
+    thread_worker *tw = calloc((size_t)world, sizeof *tw);
+    pthread_t *th = calloc((size_t)world, sizeof *th);
+    bool *started = calloc((size_t)world, sizeof *started);
+    if (!tw || !th || !started) {
+        free(tw);
+        free(th);
+        free(started);
+        return tf_error_set(err, TF_ERR_RUNTIME, "out of memory for %d workers", world);
+    }
+    thread_job job = {PTHREAD_MUTEX_INITIALIZER, -1, TF_OK, {0}};
+    void *cell = NULL; /* the comm plugin's shared state (tfcore/comm.h) */
+    tf_status st = TF_OK;
+    int failed = -1;
+    /* Set the workers up one after the other on this thread (plugins read the
+     * config as they open), then connect them in rank order, as comm.h promises. */
+    for (int r = 0; r < world && !st; r++) {
+        tf_worker w = {r, world, r, world, TF_LAUNCH_THREADS, cvt, &cell};
+        set_worker_logging(r, world);
+        tw[r].job = &job;
+        st = tf_trainer_setup(&tw[r].t, plan, &w, err);
+        tw[r].set_up = true;
+        if (st) failed = r;
+    }
+    for (int r = 0; r < world && !st; r++) {
+        set_worker_logging(r, world);
+        if ((st = tf_trainer_comm_init(&tw[r].t, err))) failed = r;
+    }
+    tf_log_set_prefix(NULL);
+    tf_log_set_thread_level(-1);
+    for (int r = 0; r < world && !st; r++) {
+        int rc = pthread_create(&th[r], NULL, thread_main, &tw[r]);
+        if (rc) {
+            st = tf_error_set(err, TF_ERR_RUNTIME, "cannot start worker thread %d: %s", r, strerror(rc));
+            failed = r;
+            /* the started ones are waiting for this one in a collective: stop them */
+            for (int q = 0; q < r; q++) tf_trainer_comm_abort(&tw[q].t, err->msg);
+            break;
+        }
+        started[r] = true;
+    }
+    for (int r = 0; r < world; r++)
+        if (started[r]) pthread_join(th[r], NULL);
+    if (!st && job.failed_rank >= 0) {
+        failed = job.failed_rank;
+        st = job.st;
+        *err = job.err;
+    }
+    /* comm finalize for every rank happens in teardown, after all stopped */
+    for (int r = 0; r < world; r++)
+        if (tw[r].set_up) tf_trainer_teardown(&tw[r].t);
+    free(tw);
+    free(th);
+    free(started);
+    if (st && failed >= 0) tf_error_prefix(err, "rank %d: ", failed);
+    return st;
+}
+
+/* --- processes (comm-nccl): tfcore starts and watches one process per worker - */
+
+static volatile sig_atomic_t stop_signal; /* a SIGINT/SIGTERM the launcher got */
+
+static void on_stop_signal(int sig)
+{
+    stop_signal = sig;
+}
+
+static void describe_status(int status, char *out, size_t n)
+{
+    if (WIFSIGNALED(status))
+        snprintf(out, n, "was killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+    else if (WIFEXITED(status))
+        snprintf(out, n, "exited with status %d", WEXITSTATUS(status));
+    else
+        snprintf(out, n, "stopped (wait status %#x)", (unsigned)status);
+}
+
+/* Path of this executable, to re-execute. */
+static tf_status self_exe(char *out, size_t n, tf_error *err)
+{
+    ssize_t len = readlink("/proc/self/exe", out, n - 1);
+    if (len <= 0 || (size_t)len >= n - 1)
+        return tf_error_set(err, TF_ERR_RUNTIME, "cannot find the tfcore executable (/proc/self/exe): %s",
+                            strerror(errno));
+    out[len] = '\0';
+    return TF_OK;
+}
+
+/* Wait for pids[n]; when one fails, terminate the rest (SIGTERM, then SIGKILL
+ * after STOP_GRACE_SECONDS). Returns the index of the first failure, or -1. */
+static int watch_children(pid_t *pids, int n, int *fail_status)
+{
+    int alive = n, first = -1;
+    double kill_at = 0; /* when to SIGKILL the stragglers (0: not stopping) */
+    struct sigaction sa = {0}, old_int, old_term;
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    bool forwarded = false;
+    while (alive > 0) {
+        if (stop_signal && !forwarded) {
+            for (int i = 0; i < n; i++)
+                if (pids[i] > 0) kill(pids[i], SIGTERM);
+            forwarded = true;
+            if (kill_at == 0) kill_at = tf_now() + STOP_GRACE_SECONDS;
+        }
+        int status;
+        pid_t pid = waitpid(-1, &status, WNOHANG);
+        if (pid < 0 && errno != EINTR) break; /* no children left */
+        if (pid <= 0) {
+            if (kill_at > 0 && tf_now() > kill_at) {
+                for (int i = 0; i < n; i++)
+                    if (pids[i] > 0) kill(pids[i], SIGKILL);
+                kill_at = tf_now() + 3600; /* once */
+            }
+            struct timespec ts = {0, 20 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+            continue;
+        }
+        int r = -1;
+        for (int i = 0; i < n; i++)
+            if (pids[i] == pid) r = i;
+        if (r < 0) continue;
+        pids[r] = -1;
+        alive--;
+        bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        if (failed && first < 0 && !stop_signal) {
+            first = r;
+            *fail_status = status;
+            for (int i = 0; i < n; i++)
+                if (pids[i] > 0) kill(pids[i], SIGTERM);
+            kill_at = tf_now() + STOP_GRACE_SECONDS;
+        }
+    }
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    return first;
+}
+
+/* The status a launcher returns for a worker's wait status. */
+static tf_status status_of(int status)
+{
+    if (WIFEXITED(status) && WEXITSTATUS(status) >= 1 && WEXITSTATUS(status) <= 5)
+        return (tf_status)WEXITSTATUS(status);
+    return TF_ERR_RUNTIME;
+}
+
+static tf_status run_processes(const tf_plan *plan, int world, int argc, char **argv, tf_error *err)
+{
+    char exe[PATH_MAX];
+    tf_status st = self_exe(exe, sizeof exe, err);
+    if (st) return st;
+    /* the TF_COMM_SHARED_BYTES region every worker maps (tfcore/comm.h) */
+    int fd = memfd_create("tfcore-comm-shared", 0); /* inherited across exec on purpose */
+    if (fd < 0 || ftruncate(fd, TF_COMM_SHARED_BYTES) != 0) {
+        if (fd >= 0) close(fd);
+        return tf_error_set(err, TF_ERR_RUNTIME, "cannot create the workers' shared memory: %s", strerror(errno));
+    }
+    char **args = calloc((size_t)argc + 2, sizeof *args);
+    pid_t *pids = calloc((size_t)world, sizeof *pids);
+    if (!args || !pids) {
+        free(args);
+        free(pids);
+        close(fd);
+        return tf_error_set(err, TF_ERR_RUNTIME, "out of memory starting %d workers", world);
+    }
+    args[0] = exe;
+    for (int i = 0; i < argc; i++) args[i + 1] = argv[i]; /* argv[0] is the verb "train" */
+    tf_info("starting %d worker processes (comm %s)", world, plan->plugin[TF_KIND_COMM]->desc->name);
+    fflush(stderr);
+    pid_t self = getpid();
+    int started = 0;
+    for (int r = 0; r < world; r++) {
+        pid_t pid = fork();
+        if (pid < 0) {
+            st = tf_error_set(err, TF_ERR_RUNTIME, "cannot start worker %d: fork: %s", r, strerror(errno));
+            break;
+        }
+        if (pid == 0) {
+            /* the worker dies with its launcher: no orphans */
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            if (getppid() != self) _exit(TF_ERR_RUNTIME);
+            char v[32];
+            snprintf(v, sizeof v, "%d", r);
+            setenv(ENV_RANK, v, 1);
+            snprintf(v, sizeof v, "%d", world);
+            setenv(ENV_WORLD, v, 1);
+            snprintf(v, sizeof v, "%d", fd);
+            setenv(ENV_SHM_FD, v, 1);
+            execv(exe, args);
+            fprintf(stderr, "[rank %d] tfcore: error: cannot run %s: %s\n", r, exe, strerror(errno));
+            _exit(TF_ERR_RUNTIME);
+        }
+        pids[r] = pid;
+        started++;
+    }
+    if (st) { /* could not start them all: stop those that run */
+        for (int i = 0; i < started; i++) kill(pids[i], SIGTERM);
+        for (int i = 0; i < started; i++) waitpid(pids[i], NULL, 0);
+    } else {
+        int status = 0;
+        int failed = watch_children(pids, world, &status);
+        if (failed >= 0) {
+            char how[128];
+            describe_status(status, how, sizeof how);
+            st = tf_error_set(err, status_of(status), "worker rank %d %s; the other %d worker%s were stopped", failed,
+                              how, world - 1, world == 2 ? "" : "s");
+        } else if (stop_signal) {
+            st = tf_error_set(err, TF_ERR_RUNTIME, "stopped by signal %d (%s); the workers were stopped",
+                              (int)stop_signal, strsignal(stop_signal));
+        }
+    }
+    free(args);
+    free(pids);
+    close(fd);
+    return st;
+}
+
+/* This process is worker ENV_RANK that run_processes started. */
+static tf_status run_started_worker(const tf_plan *plan, const tf_comm_vtable *cvt, tf_error *err)
+{
+    int rank, world, fd;
+    if (!env_int(ENV_RANK, &rank) || !env_int(ENV_WORLD, &world) || !env_int(ENV_SHM_FD, &fd) || rank >= world)
+        return tf_error_set(err, TF_ERR_USAGE, "bad worker environment (%s, %s, %s)", ENV_RANK, ENV_WORLD, ENV_SHM_FD);
+    if (!cvt || world != plan->comm.world_size)
+        return tf_error_set(err, TF_ERR_USAGE, "started as worker %d of %d, but the config says comm.world_size %d", rank,
+                            world, plan->comm.world_size);
+    void *shared = mmap(NULL, TF_COMM_SHARED_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (shared == MAP_FAILED)
+        return tf_error_set(err, TF_ERR_RUNTIME, "rank %d: cannot map the workers' shared memory: %s", rank,
+                            strerror(errno));
+    close(fd);
+    tf_worker w = {rank, world, rank, world, TF_LAUNCH_PROCESSES, cvt, shared};
+    tf_status st = run_one(plan, &w, err);
+    munmap(shared, TF_COMM_SHARED_BYTES);
+    return st;
+}
+
+/* --- mpirun ------------------------------------------------------------------ */
+
+/* Split s on blanks into words appended to args (s is copied into buf). */
+static int split_words(const char *s, char *buf, size_t n, char **args, int max)
+{
+    snprintf(buf, n, "%s", s);
+    int k = 0;
+    for (char *save = NULL, *w = strtok_r(buf, " \t\n", &save); w && k < max; w = strtok_r(NULL, " \t\n", &save))
+        args[k++] = w;
+    return k;
+}
+
+static tf_status relaunch_under_mpirun(const tf_plan *plan, int world, int argc, char **argv, tf_error *err)
+{
+    if (getenv(ENV_RELAUNCHED))
+        return tf_error_set(err, TF_ERR_RUNTIME,
+                            "tfcore re-executed itself under %s but finds no rank in its environment "
+                            "(OMPI_COMM_WORLD_RANK, PMI_RANK): is that Open MPI's mpirun?",
+                            TF_MPIRUN);
+    char exe[PATH_MAX];
+    tf_status st = self_exe(exe, sizeof exe, err);
+    if (st) return st;
+    enum { MAX_EXTRA = 64 };
+    size_t cap = (size_t)argc + 24 + MAX_EXTRA;
+    char **args = calloc(cap, sizeof *args);
+    char np[16], extra_buf[4096];
+    if (!args) return tf_error_set(err, TF_ERR_RUNTIME, "out of memory");
+    int k = 0;
+    args[k++] = (char *)TF_MPIRUN;
+    snprintf(np, sizeof np, "%d", world);
+    args[k++] = "-np";
+    args[k++] = np;
+    if (geteuid() == 0) args[k++] = "--allow-run-as-root"; /* containers and CI run as root */
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    const char *extra = plan->comm.mpirun_args ? plan->comm.mpirun_args : "";
+    bool hosts = strstr(extra, "--host") || strstr(extra, "-H ") || strstr(extra, "hostfile");
+    if (!hosts && cores > 0 && world > cores) args[k++] = "--oversubscribe";
+    /* each rank runs a team of threads (the cores shared out), so no binding to one core */
+    if (!strstr(extra, "--bind-to")) {
+        args[k++] = "--bind-to";
+        args[k++] = "none";
+    }
+    static const char *pass[] = {"TFCORE_PLUGIN_PATH", "TFCORE_LOG", "LD_LIBRARY_PATH", "TFCORE_TRACE_COMM"};
+    for (size_t i = 0; i < sizeof pass / sizeof pass[0]; i++)
+        if (getenv(pass[i])) { /* to ranks on other machines too */
+            args[k++] = "-x";
+            args[k++] = (char *)pass[i];
+        }
+    args[k++] = "-x";
+    args[k++] = ENV_RELAUNCHED;
+    k += split_words(extra, extra_buf, sizeof extra_buf, args + k, MAX_EXTRA);
+    args[k++] = exe;
+    for (int i = 0; i < argc; i++) args[k++] = argv[i];
+    args[k] = NULL;
+    char line[1024] = "";
+    for (int i = 0; args[i] && strlen(line) < sizeof line - 64; i++)
+        snprintf(line + strlen(line), sizeof line - strlen(line), "%s%s", i ? " " : "", args[i]);
+    tf_info("running %d ranks under mpirun: %s", world, line);
+    fflush(stderr);
+    setenv(ENV_RELAUNCHED, "1", 1);
+    pid_t self = getpid();
+    pid_t pid = fork();
+    if (pid < 0) {
+        free(args);
+        return tf_error_set(err, TF_ERR_RUNTIME, "cannot start %s: fork: %s", TF_MPIRUN, strerror(errno));
+    }
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGTERM); /* mpirun stops its ranks on SIGTERM */
+        if (getppid() != self) _exit(TF_ERR_RUNTIME);
+        execvp(args[0], args);
+        fprintf(stderr, "tfcore: error: cannot run %s: %s\n", args[0], strerror(errno));
+        _exit(TF_ERR_RUNTIME);
+    }
+    free(args);
+    int status = 0;
+    pid_t pids[1] = {pid};
+    int failed = watch_children(pids, 1, &status);
+    unsetenv(ENV_RELAUNCHED);
+    if (failed >= 0) {
+        char how[128];
+        describe_status(status, how, sizeof how);
+        return tf_error_set(err, status_of(status),
+                            "the MPI job failed: mpirun %s (its messages above name the rank and the cause)", how);
+    }
+    if (stop_signal)
+        return tf_error_set(err, TF_ERR_RUNTIME, "stopped by signal %d (%s)", (int)stop_signal, strsignal(stop_signal));
+    return TF_OK;
+}
+
+/* --- the dispatcher ----------------------------------------------------------- */
+
+tf_status tf_launch_train(const tf_plan *plan, int argc, char **argv, tf_error *err)
+{
+    const tf_loaded_plugin *cp = plan->plugin[TF_KIND_COMM];
+    const tf_comm_vtable *cvt = cp ? cp->desc->vtable : NULL;
+    int world = plan->comm.world_size;
+    if (getenv(ENV_RANK)) return run_started_worker(plan, cvt, err);
+
+    external_env e;
+    read_external_env(&e);
+    if (!cvt) {
+        if (e.found && e.size > 1)
+            return tf_error_set(err, TF_ERR_CONFIG,
+                                "%s: started as rank %d of %d by %s, but the config has no comm section: every rank "
+                                "would train alone into the same output_dir (add comm = { plugin = \"mpi\"; "
+                                "world_size = %d; })",
+                                plan->config_file, e.rank, e.size, e.source, e.size);
+        tf_status st = check_devices(plan, 1, err);
+        if (st) return st;
+        tf_worker w = tf_worker_single();
+        return tf_train(plan, &w, err);
+    }
+    tf_launch_mode mode = cvt->launch_mode();
+    tf_section *cs = tf_config_section(plan->cfg, "comm");
+    if (e.found && e.size > 1) {
+        if (mode == TF_LAUNCH_THREADS)
+            return tf_error_set(err, TF_ERR_CONFIG,
+                                "%s: comm '%s' runs its workers as threads of one process; start tfcore once, not "
+                                "under %s",
+                                tf_cfg_where(cs, "plugin"), cp->desc->name, e.source);
+        if (e.size != world)
+            return tf_error_set(err, TF_ERR_CONFIG, "%s: %s started %d ranks, but comm.world_size is %d",
+                                tf_cfg_where(cs, "world_size"), e.source, e.size, world);
+        tf_status st = check_devices(plan, e.local_size, err);
+        if (st) return st;
+        tf_worker w = {e.rank, e.size, e.local_rank, e.local_size, TF_LAUNCH_EXTERNAL, cvt, NULL};
+        return run_one(plan, &w, err);
+    }
+    switch (mode) {
+    case TF_LAUNCH_THREADS: {
+        tf_status st = check_devices(plan, world, err);
+        return st ? st : run_threads(plan, cvt, world, err);
+    }
+    case TF_LAUNCH_PROCESSES: {
+        tf_status st = check_devices(plan, world, err);
+        return st ? st : run_processes(plan, world, argc, argv, err);
+    }
+    case TF_LAUNCH_EXTERNAL: {
+        const char *extra = plan->comm.mpirun_args ? plan->comm.mpirun_args : "";
+        bool hosts = strstr(extra, "--host") || strstr(extra, "-H ") || strstr(extra, "hostfile");
+        tf_status st = hosts ? TF_OK : check_devices(plan, world, err);
+        if (st) return st;
+        if (world == 1) { /* MPI starts a singleton without mpirun */
+            tf_worker w = {0, 1, 0, 1, TF_LAUNCH_EXTERNAL, cvt, NULL};
+            return run_one(plan, &w, err);
+        }
+        return relaunch_under_mpirun(plan, world, argc, argv, err);
+    }
+    }
+    return tf_error_set(err, TF_ERR_PLUGIN, "comm '%s' returned an unknown launch mode %d", cp->desc->name, (int)mode);
+}

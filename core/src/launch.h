@@ -1,0 +1,30 @@
+/* launch.h — starting the workers of a training job.
+ *
+ * One command runs every experiment (`tfcore -c conf/X.cfg`); what it starts
+ * depends on the comm plugin's launch mode and on who started tfcore:
+ *   no comm section            this process is the only worker
+ *   TF_LAUNCH_THREADS          worker threads in this process (dp-master)
+ *   TF_LAUNCH_PROCESSES        tfcore re-executes itself once per worker (as
+ *                              torchrun does) and watches them (nccl)
+ *   TF_LAUNCH_EXTERNAL         under mpirun/srun: this process is the rank the
+ *                              environment names; otherwise tfcore re-executes
+ *                              itself under mpirun with comm.world_size ranks (mpi)
+ * A worker that fails or dies stops the whole job: the others are told
+ * (comm abort) or terminated, and the exit status and one line name the rank
+ * and the cause. */
+#ifndef TFCORE_LAUNCH_H
+#define TFCORE_LAUNCH_H
+
+#include "plan.h"
+
+/* Run the job. argv is the `train` verb's command line (argv[0] = "train"),
+ * used to re-execute tfcore. On failure err says which rank failed and why;
+ * err->msg is left empty when that line was already printed (by a worker
+ * that printed its own error before stopping the job). */
+tf_status tf_launch_train(const tf_plan *plan, int argc, char **argv, tf_error *err);
+
+/* A config in the same folder as config_file that runs on the CPU, e.g.
+ * "conf/cpu_dp2.cfg", written into out[n] ("" when there is none). */
+void tf_launch_suggest_cpu_config(const char *config_file, char *out, size_t n);
+
+#endif

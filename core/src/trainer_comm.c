@@ -1,0 +1,135 @@
+/* trainer_comm.c — what the trainer asks of the comm plugin: setting it up
+ * for this worker, collectives on host values (losses, flags, evaluation
+ * logits) staged through backend memory when the backend's memory is not the
+ * host's, and the DataParallel reduce / broadcast of a step. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "trainer_internal.h"
+#include "tfcore/log.h"
+
+static bool host_backend(const tf_trainer *t)
+{
+    return TF_HAS(t->bvt, host_memory) && t->bvt->host_memory(t->be);
+}
+
+tf_status tf_trainer_comm_init(tf_trainer *t, tf_error *err)
+{
+    const tf_worker *w = &t->w;
+    if (!w->cvt) return TF_OK;
+    t->cvt = w->cvt;
+    t->root_only = t->cvt->optimizer_on_root_only();
+    tf_comm_init_args a = {sizeof a,  tf_config_section(t->plan->cfg, "comm"), w->rank, w->world, w->local_rank,
+                           t->bvt,    t->be,                                  w->shared, w->local_world};
+    tf_status st = t->cvt->init(&a, &t->comm, err);
+    if (st) {
+        tf_error_prefix(err, "comm %s, rank %d of %d: ", t->plan->plugin[TF_KIND_COMM]->desc->name, w->rank,
+                        w->world);
+        return st;
+    }
+    FILE *trace = NULL;
+    const char *tp = getenv("TFCORE_TRACE_COMM");
+    if (tp && *tp) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s.rank%d", tp, w->rank);
+        if (!(trace = fopen(path, "w")))
+            return tf_error_set(err, TF_ERR_RUNTIME, "TFCORE_TRACE_COMM: cannot open %s", path);
+    }
+    if (!t->root_only &&
+        (st = tf_grad_buckets_init(&t->buckets, t->cvt, t->comm, t->buf.grads, t->buf.n, t->plan->comm.bucket_mb,
+                                   trace, err)))
+        return st;
+    if (t->root_only && trace) fclose(trace);
+    return t->bvt->alloc(t->be, TF_COMM_SCRATCH_BYTES, TF_MEM_DEVICE, &t->comm_scratch, err);
+}
+
+void tf_trainer_comm_finalize(tf_trainer *t)
+{
+    if (!t->comm) return;
+    tf_grad_buckets_free(&t->buckets);
+    if (t->comm_scratch) t->bvt->free(t->be, t->comm_scratch, TF_MEM_DEVICE);
+    t->comm_scratch = NULL;
+    t->cvt->finalize(t->comm);
+    t->comm = NULL;
+}
+
+void tf_trainer_comm_abort(tf_trainer *t, const char *why)
+{
+    if (t->comm && TF_HAS(t->cvt, abort)) t->cvt->abort(t->comm, why);
+}
+
+/* Run op on host[count] through backend memory: directly for a host backend,
+ * else through the scratch (small) or a temporary buffer (large). */
+typedef tf_status (*collective_fn)(tf_trainer *t, void *buf, size_t count, tf_dtype dt, int arg, tf_error *err);
+
+static tf_status staged(tf_trainer *t, void *host, size_t count, tf_dtype dt, int arg, collective_fn fn,
+                        tf_error *err)
+{
+    double t0 = tf_now();
+    tf_status st;
+    if (host_backend(t)) {
+        st = fn(t, host, count, dt, arg, err);
+    } else {
+        size_t bytes = count * tf_dtype_size(dt);
+        void *dev = t->comm_scratch;
+        if (bytes > TF_COMM_SCRATCH_BYTES && (st = t->bvt->alloc(t->be, bytes, TF_MEM_DEVICE, &dev, err)))
+            return st;
+        st = t->bvt->memcpy(t->be, dev, host, bytes, TF_COPY_HOST_TO_DEVICE, NULL);
+        if (st) st = tf_error_set(err, st, "copying %zu bytes to the backend for a collective failed", bytes);
+        if (!st) st = fn(t, dev, count, dt, arg, err);
+        if (!st && (st = t->bvt->memcpy(t->be, host, dev, bytes, TF_COPY_DEVICE_TO_HOST, NULL)))
+            st = tf_error_set(err, st, "copying %zu bytes back from the backend after a collective failed", bytes);
+        if (!st) st = t->bvt->stream_sync(t->be, NULL, err);
+        if (dev != t->comm_scratch) t->bvt->free(t->be, dev, TF_MEM_DEVICE);
+    }
+    double d = tf_now() - t0;
+    t->phase[TF_PHASE_COMM] += d;
+    t->comm_exposed += d;
+    return st;
+}
+
+static tf_status do_allreduce(tf_trainer *t, void *buf, size_t count, tf_dtype dt, int op, tf_error *err)
+{
+    tf_comm_request *req = NULL;
+    tf_status st = t->cvt->allreduce_start(t->comm, buf, count, dt, (tf_reduce_op)op, &req, err);
+    return st ? st : t->cvt->wait(t->comm, req, err);
+}
+
+static tf_status do_broadcast(tf_trainer *t, void *buf, size_t count, tf_dtype dt, int root, tf_error *err)
+{
+    return t->cvt->broadcast(t->comm, buf, count, dt, root, err);
+}
+
+tf_status tf_trainer_allreduce_host(tf_trainer *t, void *host, size_t count, tf_dtype dt, tf_reduce_op op,
+                                    tf_error *err)
+{
+    if (!t->comm || count == 0) return TF_OK;
+    return staged(t, host, count, dt, (int)op, do_allreduce, err);
+}
+
+tf_status tf_trainer_broadcast_host(tf_trainer *t, void *host, size_t count, tf_dtype dt, int root, tf_error *err)
+{
+    if (!t->comm || count == 0) return TF_OK;
+    return staged(t, host, count, dt, root, do_broadcast, err);
+}
+
+tf_status tf_trainer_broadcast_params(tf_trainer *t, tf_error *err)
+{
+    if (!t->comm) return TF_OK;
+    double t0 = tf_now();
+    tf_status st = t->cvt->broadcast(t->comm, t->buf.params, t->buf.n, TF_DTYPE_F32, 0, err);
+    double d = tf_now() - t0;
+    t->phase[TF_PHASE_COMM] += d;
+    t->comm_exposed += d;
+    return st;
+}
+
+tf_status tf_trainer_reduce_to_root(tf_trainer *t, tf_error *err)
+{
+    double t0 = tf_now();
+    tf_status st = t->cvt->reduce(t->comm, t->buf.grads, t->buf.n, TF_DTYPE_F32, TF_REDUCE_SUM, 0, err);
+    double d = tf_now() - t0;
+    t->phase[TF_PHASE_COMM] += d;
+    t->comm_exposed += d;
+    return st;
+}
