@@ -7,3 +7,13 @@ core_libtfcore_la_SOURCES += \
 	core/src/launch.c core/src/launch.h \
 	core/src/trainer_comm.c \
 	core/src/grad_buckets.c core/src/grad_buckets.h
+
+# The strategies end to end: equivalence with one worker, overlap order,
+# uneven shards, killed workers (tests/test_parallel.sh), and the tool that
+# compares two models' parameters.
+check_PROGRAMS += tests/params_diff
+tests_params_diff_SOURCES = tests/params_diff.c
+tests_params_diff_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_params_diff_LDADD = $(TEST_LDADD) -lm
+TESTS += tests/test_parallel.sh
+EXTRA_DIST += tests/test_parallel.sh

@@ -80,9 +80,7 @@ static void set_worker_logging(int rank, int world)
     if (world <= 1) return;
     char prefix[32];
     snprintf(prefix, sizeof prefix, "[rank %d] ", rank);
-    tf_log_set_prefix(prefix);
-    /* rank 0 tells the story; the others speak up for warnings and errors */
-    if (rank != 0 && tf_log_get_level() < TF_LOG_WARN) tf_log_set_thread_level(TF_LOG_WARN);
+    tf_log_set_prefix(prefix); /* every worker's lines name it; only rank 0 prints progress and results */
 }
 
 /* --- hints and checks before any work ---------------------------------------- */
@@ -227,7 +225,6 @@ static tf_status run_threads(const tf_plan *plan, const tf_comm_vtable *cvt, int
         if ((st = tf_trainer_comm_init(&tw[r].t, err))) failed = r;
     }
     tf_log_set_prefix(NULL);
-    tf_log_set_thread_level(-1);
     for (int r = 0; r < world && !st; r++) {
         int rc = pthread_create(&th[r], NULL, thread_main, &tw[r]);
         if (rc) {
@@ -404,8 +401,11 @@ static tf_status run_processes(const tf_plan *plan, int world, int argc, char **
         if (failed >= 0) {
             char how[128];
             describe_status(status, how, sizeof how);
-            st = tf_error_set(err, status_of(status), "worker rank %d %s; the other %d worker%s were stopped", failed,
-                              how, world - 1, world == 2 ? "" : "s");
+            if (world == 2)
+                st = tf_error_set(err, status_of(status), "worker rank %d %s; the other worker was stopped", failed, how);
+            else
+                st = tf_error_set(err, status_of(status), "worker rank %d %s; the other %d workers were stopped", failed,
+                                  how, world - 1);
         } else if (stop_signal) {
             st = tf_error_set(err, TF_ERR_RUNTIME, "stopped by signal %d (%s); the workers were stopped",
                               (int)stop_signal, strsignal(stop_signal));

@@ -1,0 +1,185 @@
+#!/bin/sh
+# The parallel strategies on the CPU, end to end through `tfcore train`:
+#  - equivalence: dropout off, same seed and global batch, 3 optimizer steps:
+#    one worker vs dp-master x2 and x4 (threads) vs mpi x2 and x4 (mpirun,
+#    re-executed by tfcore) vs the process launcher x2 (test comm plugin shm)
+#    end with the same parameters within 1e-5 relative; the same again with
+#    gradient accumulation;
+#  - overlap shown by order: a bucket's all-reduce is issued before backward
+#    reaches the first layer (TFCORE_TRACE_COMM events);
+#  - results.json splits communication into total and exposed;
+#  - a world size that does not divide the data trains, and evaluates every
+#    eval row exactly once (metrics equal to one worker's);
+#  - a killed worker ends the job within 30 s, non-zero, naming the rank and
+#    the signal; no worker is left running.
+set -u
+: "${top_builddir:?}" "${top_srcdir:?}"
+tfcore="$top_builddir/core/tfcore"
+diff_tool="$top_builddir/tests/params_diff"
+tmp=$(mktemp -d /tmp/tfcore-parallel-XXXXXX)
+trap '[ -n "${KEEP:-}" ] || rm -rf "$tmp"' EXIT
+pass=0
+fail=0
+skip=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+
+have_plugin() { "$tfcore" plugins 2>/dev/null | grep -Eq "^ *comm +$1 "; }
+# the test double of the process launcher path lives with the tests
+export TFCORE_PLUGIN_PATH="$top_builddir/tests/comm-shm/.libs${TFCORE_PLUGIN_PATH:+:$TFCORE_PLUGIN_PATH}"
+have_mpi=0
+have_plugin mpi && have_mpi=1
+have_dp=0
+have_plugin dp-master && have_dp=1
+have_shm=0
+have_plugin shm && have_shm=1
+
+# cfg NAME PER_DEVICE ACCUM [COMM_SECTION] [EXTRA]: bert-tiny without dropout
+cfg() {
+    cat >"$tmp/$1.cfg" <<CFG
+model = { plugin = "bert"; preset = "bert-tiny"; task = "classification"; num_labels = 2;
+          max_position_embeddings = 64; hidden_dropout_prob = 0.0; attention_probs_dropout_prob = 0.0; };
+data = { plugin = "synthetic"; task = "classification"; num_labels = 2; seq_len = 32;
+         num_examples = ${EXAMPLES:-96}; eval_examples = ${EVAL_EXAMPLES:-0}; learnable = true; };
+backend = { plugin = "cpu"; threads = 1; };
+training = { output_dir = "$tmp/$1"; max_steps = ${STEPS:-3}; per_device_train_batch_size = $2;
+             gradient_accumulation_steps = $3; per_device_eval_batch_size = 8;
+             learning_rate = 5e-5; warmup_steps = 0; weight_decay = 0.01; logging_steps = 1;
+             eval_strategy = "${EVAL:-no}"; save_strategy = "no"; seed = 11; };
+${4:-}
+CFG
+}
+
+# train NAME: run it, keep its output
+train() {
+    if "$tfcore" -c "$tmp/$1.cfg" >"$tmp/$1.out" 2>&1; then ok; else
+        bad "$1: tfcore exited $?"; tail -n 20 "$tmp/$1.out"; return 1; fi
+}
+
+same_params() { # A B: the final models agree within 1e-5 relative
+    if out=$("$diff_tool" "$tmp/$1/model.safetensors" "$tmp/$2/model.safetensors" 1e-5); then ok; else
+        bad "$2 differs from $1: $out"; fi
+}
+
+dp() { printf 'comm = { plugin = "dp-master"; world_size = %s; };' "$1"; }
+mpi() { printf 'comm = { plugin = "mpi"; world_size = %s; bucket_mb = %s; };' "$1" "${2:-25.0}"; }
+shm() { printf 'comm = { plugin = "shm"; world_size = %s; bucket_mb = %s; };' "$1" "${2:-25.0}"; }
+
+# --- 1. equivalence, global batch 16, then 16 x 2 accumulation ----------------
+cfg base 16 1 && train base
+cfg base_acc 16 2 && train base_acc
+if [ $have_dp = 1 ]; then
+    cfg dp2 8 1 "$(dp 2)" && train dp2 && same_params base dp2
+    cfg dp4 4 1 "$(dp 4)" && train dp4 && same_params base dp4
+    cfg dp2_acc 8 2 "$(dp 2)" && train dp2_acc && same_params base_acc dp2_acc
+    grep -q "^\[rank 1\] " "$tmp/dp2.out" && ok || bad "dp2: no rank-prefixed lines"
+else skip=$((skip + 1)); echo "SKIP: comm plugin dp-master not built"; fi
+if [ $have_mpi = 1 ]; then
+    cfg mpi2 8 1 "$(mpi 2)" && train mpi2 && same_params base mpi2
+    cfg mpi4 4 1 "$(mpi 4)" && train mpi4 && same_params base mpi4
+    cfg mpi2_acc 8 2 "$(mpi 2)" && train mpi2_acc && same_params base_acc mpi2_acc
+    cfg mpi4_acc 4 2 "$(mpi 4)" && train mpi4_acc && same_params base_acc mpi4_acc
+    grep -q "running 2 ranks under mpirun" "$tmp/mpi2.out" && ok || bad "mpi2 did not re-execute under mpirun"
+else skip=$((skip + 1)); echo "SKIP: comm plugin mpi not built (no Open MPI)"; fi
+if [ $have_shm = 1 ]; then
+    cfg shm2 8 1 "$(shm 2)" && train shm2 && same_params base shm2
+    cfg shm2_acc 8 2 "$(shm 2)" && train shm2_acc && same_params base_acc shm2_acc
+else skip=$((skip + 1)); echo "SKIP: test comm plugin shm not built"; fi
+
+# --- 2. overlap by order, and comm time total vs exposed ------------------------
+check_overlap() { # NAME: rank 0's trace and results
+    python3 - "$tmp/$1.trace.rank0" "$tmp/$1/results.json" <<'PY'
+import json, sys
+ev = [l.split() for l in open(sys.argv[1])]
+names = [e[1] for e in ev]
+# the last step: from its backward_begin on
+start = len(names) - 1 - names[::-1].index("backward_begin")
+step = ev[start:]
+kinds = [e[1] for e in step]
+first_start = kinds.index("allreduce_start")
+last_ready = len(kinds) - 1 - kinds[::-1].index("grads_ready")
+assert first_start < last_ready, ("no all-reduce before the last layer's gradients", kinds)
+assert kinds.index("backward_end") > first_start, kinds
+buckets = kinds.count("allreduce_start")
+assert buckets >= 2, kinds
+ph = json.load(open(sys.argv[2]))["tfcore"]["phase_seconds"]
+assert ph["comm"] > 0 and 0 <= ph["comm_exposed"] <= ph["comm"] + 1e-6, ph
+print("overlap: %d buckets, first issued at event %d, last layer ready at event %d; comm %.4fs, exposed %.4fs"
+      % (buckets, first_start, last_ready, ph["comm"], ph["comm_exposed"]))
+PY
+}
+for p in mpi shm; do
+    eval "have=\$have_$p"
+    [ "$have" = 1 ] || continue
+    cfg ${p}_trace 8 1 "$($p 2 0.25)"
+    if TFCORE_TRACE_COMM="$tmp/${p}_trace.trace" "$tfcore" -c "$tmp/${p}_trace.cfg" >"$tmp/${p}_trace.out" 2>&1 \
+        && check_overlap ${p}_trace >"$tmp/${p}_overlap.txt" 2>&1; then ok; else
+        bad "$p overlap order"; cat "$tmp/${p}_trace.out" "$tmp/${p}_overlap.txt" | tail -n 15; fi
+done
+
+# --- 3. a world size that does not divide the data; sharded evaluation ----------
+EXAMPLES=50 EVAL_EXAMPLES=37 EVAL=steps STEPS=2 cfg odd1 6 1 "" && \
+    sed -i 's/eval_strategy = "steps";/eval_strategy = "steps"; eval_steps = 2;/' "$tmp/odd1.cfg" && train odd1
+for run in "dp 3" "mpi 3" "shm 3"; do
+    set -- $run
+    eval "have=\$have_$1"
+    [ "$have" = 1 ] || continue
+    EXAMPLES=50 EVAL_EXAMPLES=37 EVAL=steps STEPS=2 cfg odd_$1 2 1 "$($1 3)"
+    sed -i 's/eval_strategy = "steps";/eval_strategy = "steps"; eval_steps = 2;/' "$tmp/odd_$1.cfg"
+    train odd_$1 || continue
+    python3 - "$tmp/odd1/results.json" "$tmp/odd_$1/results.json" <<'PY' && ok || bad "odd_$1: eval over 37 rows"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+assert b["tfcore"]["global_step"] == 2 and b["tfcore"]["world_size"] == 3, b
+# every eval row once: same accuracy as one worker; the loss to float precision
+# (the models differ only by the order of the gradient sums)
+assert abs(a["eval_accuracy"] - b["eval_accuracy"]) < 1e-9, (a["eval_accuracy"], b["eval_accuracy"])
+assert abs(a["eval_loss"] - b["eval_loss"]) < 1e-4 * abs(a["eval_loss"]), (a["eval_loss"], b["eval_loss"])
+PY
+done
+
+# --- 4. a killed worker ends the job ---------------------------------------------
+# kill_test NAME PATTERN: start a long run, SIGKILL the rank-1 worker once
+# training is under way, expect the job to end non-zero within 30 s, naming the
+# rank and the signal, with no worker left behind.
+kill_test() {
+    name=$1
+    want=$2
+    "$tfcore" -c "$tmp/$name.cfg" >"$tmp/$name.out" 2>&1 &
+    job=$!
+    victim=""
+    i=0
+    while [ $i -lt 300 ] && [ -z "$victim" ]; do
+        if grep -q "'loss'" "$tmp/$name.out" 2>/dev/null; then
+            for p in $(pgrep -f "$tmp/$name.cfg"); do
+                [ "$p" = "$job" ] && continue
+                if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null |
+                    grep -Eq '^(OMPI_COMM_WORLD_RANK|TFCORE_WORKER_RANK)=1$'; then victim=$p; fi
+            done
+        fi
+        [ -z "$victim" ] && sleep 0.1
+        i=$((i + 1))
+    done
+    if [ -z "$victim" ]; then
+        bad "$name: found no rank-1 worker to kill"; kill -9 $job 2>/dev/null; wait $job 2>/dev/null; return; fi
+    t0=$(date +%s)
+    kill -9 "$victim"
+    wait $job
+    rc=$?
+    t1=$(date +%s)
+    sleep 0.5
+    left=$(pgrep -f "$tmp/$name.cfg" | tr '\n' ' ')
+    if [ "$rc" -ne 0 ] && [ $((t1 - t0)) -le 30 ] && [ -z "$left" ] && grep -Eq "$want" "$tmp/$name.out"; then ok; else
+        bad "$name: rc $rc after $((t1 - t0)) s, left running: '$left'"; tail -n 12 "$tmp/$name.out"; fi
+}
+if [ $have_mpi = 1 ]; then
+    STEPS=100000 cfg kill_mpi 8 1 "$(mpi 2)"
+    kill_test kill_mpi "rank 1 .*(signal 9|Killed)"
+fi
+if [ $have_shm = 1 ]; then
+    STEPS=100000 cfg kill_shm 8 1 "$(shm 2)"
+    kill_test kill_shm "worker rank 1 was killed by signal 9 \(Killed\); the other worker was stopped"
+fi
+
+echo "test_parallel: $pass passed, $fail failed, $skip skipped"
+[ "$fail" -eq 0 ]
