@@ -2,10 +2,11 @@
 #   bench/cpu_vs_torch.sh      tfcore vs PyTorch training steps on the CPU
 #   bench/tokenizer_vs_hf.py   tfcore's tokenizer vs the tokenizers package
 #   bench/cpu_ops              backend-cpu ops one by one (with cpu_ops_torch.py)
+#   bench/scaling.sh           1 worker vs 2 workers (mpi, dp-master) on the CPU
 if HAVE_OPENBLAS
 noinst_PROGRAMS = bench/sgemm_ceiling
 bench_sgemm_ceiling_SOURCES = bench/sgemm_ceiling.c
 bench_sgemm_ceiling_CPPFLAGS = $(AM_CPPFLAGS) $(OPENBLAS_CFLAGS)
 bench_sgemm_ceiling_LDADD = $(OPENBLAS_LIBS)
 endif
-EXTRA_DIST += bench/cpu_vs_torch.sh bench/torch_train_step.py
+EXTRA_DIST += bench/cpu_vs_torch.sh bench/torch_train_step.py bench/scaling.sh
