@@ -22,7 +22,7 @@ starts_with() { case $1 in "$2"*) return 0 ;; *) return 1 ;; esac; }
 # backend at --dry-run time (see plugins/precision-fp16/README.md, "CPU").
 # Until it does, a dry run that accepts one is reported, not failed; set
 # this to 1 when it does.
-dry_run_checks_backend=0
+dry_run_checks_backend=1
 
 # 1. the plugins are found and usable
 "$tfcore" plugins --json >"$tmp/plugins.json" 2>"$tmp/plugins.err" || bad "tfcore plugins --json failed"

@@ -64,6 +64,11 @@ int tf_cli_train(int argc, char **argv)
         goto out;
     }
     if (dry_run) {
+        if (tf_plan_check_precision(&plan, &err)) {
+            rc = tf_cli_fail(&err);
+            tf_plan_free(&plan);
+            goto out;
+        }
         printf("# tfcore --dry-run: %s resolved; every plugin and key checked\n", config);
         tf_plan_print_plugins(&plan, stdout);
         tf_config_dump(plan.cfg, stdout);

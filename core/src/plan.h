@@ -41,6 +41,10 @@ tf_status tf_plan_resolve(tf_plan *plan, const char *config_file, char *const *o
                           size_t noverrides, const char *const *unsets, size_t nunsets, tf_error *err);
 void tf_plan_free(tf_plan *plan);
 
+/* Open the backend (device 0) and create the precision, to check the backend
+ * can compute in that precision (`--dry-run`; a run checks it at setup). */
+tf_status tf_plan_check_precision(const tf_plan *plan, tf_error *err);
+
 /* Human-readable summary of the plugins chosen, as libconfig comments. */
 void tf_plan_print_plugins(const tf_plan *plan, FILE *out);
 

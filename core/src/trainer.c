@@ -280,10 +280,14 @@ static tf_status micro_batch(tf_trainer *t, const size_t *idx, size_t n, double 
     if ((st = t->mvt->forward(t->model, &t->dev, true, &out, err))) return st;
     double t2 = tf_now();
     t->phase[TF_PHASE_FORWARD] += t2 - t1;
-    if (!isfinite(out.loss))
+    /* With loss scaling (fp16) an overflow is the scaler's business: its
+     * gradients come out non-finite and the step is skipped, as GradScaler
+     * does. Without, a non-finite loss means the run diverged. */
+    bool scaling = t->pvt->loss_scale(t->prec) != 1.0f;
+    if (!isfinite(out.loss) && !scaling)
         return tf_error_set(err, TF_ERR_RUNTIME, "step %lld: the training loss is %s; stopping",
                             (long long)t->global_step + 1, isnan(out.loss) ? "nan" : "inf");
-    *loss = out.loss;
+    *loss = isfinite(out.loss) ? out.loss : 0.0; /* an overflowed micro-batch adds nothing to the logged loss */
     if (ready) tf_grad_buckets_begin(&t->buckets);
     if ((st = t->mvt->backward(t->model, backward_scale, ready, ready ? &t->buckets : NULL, err))) return st;
     t->phase[TF_PHASE_BACKWARD] += tf_now() - t2;
