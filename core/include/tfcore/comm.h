@@ -6,7 +6,7 @@
  * (DDP, MPI) or on the root followed by a parameter broadcast (DataParallel)
  * is its call too.
  *
- * ABI 1.0. New slots are appended at the end and read through TF_HAS().
+ * ABI 1.1 (abort appended). New slots are appended at the end and read through TF_HAS().
  */
 #ifndef TFCORE_COMM_H
 #define TFCORE_COMM_H
