@@ -249,7 +249,7 @@ static tf_status run_threads(const tf_plan *plan, const tf_comm_vtable *cvt, int
     free(tw);
     free(th);
     free(started);
-    if (st && failed >= 0) tf_error_prefix(err, "rank %d: ", failed);
+    if (st && failed >= 0) tf_error_prefix(err, "rank %d", failed);
     return st;
 }
 

@@ -23,7 +23,7 @@ tf_status tf_trainer_comm_init(tf_trainer *t, tf_error *err)
                            t->bvt,    t->be,                                  w->shared, w->local_world};
     tf_status st = t->cvt->init(&a, &t->comm, err);
     if (st) {
-        tf_error_prefix(err, "comm %s, rank %d of %d: ", t->plan->plugin[TF_KIND_COMM]->desc->name, w->rank,
+        tf_error_prefix(err, "comm %s, rank %d of %d", t->plan->plugin[TF_KIND_COMM]->desc->name, w->rank,
                         w->world);
         return st;
     }

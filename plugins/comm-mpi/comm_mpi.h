@@ -1,0 +1,153 @@
+/* comm_mpi.h — internals of the "mpi" comm plugin (tfcore-comm-mpi.so),
+ * shared by its source files. Nothing here is part of the ABI.
+ *
+ * Every MPI call the plugin makes, except MPI_Abort, runs under one
+ * process-wide lock (cm_lock): MPI is one per process, the core may call from
+ * more than one thread, and the optional progress thread tests requests while
+ * the trainer starts new ones. */
+#ifndef COMM_MPI_H
+#define COMM_MPI_H
+
+#include <mpi.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "tfcore/comm.h"
+
+#define CM_PLUGIN_NAME "mpi"
+#define CM_PLUGIN_VERSION "1.0.0"
+
+/* --- configuration (mpi_config.c) ---------------------------------------- */
+
+typedef struct cm_options {
+    const char *device_buffers; /* "auto" | "cuda-aware" | "staged" */
+    bool progress_thread;       /* a thread that drives MPI while backward computes */
+    long long progress_interval_us; /* its sleep between two MPI_Testall rounds */
+    long long chunk_elements;   /* most elements one MPI call is given */
+} cm_options;
+
+/* Read and validate the plugin's own keys of the comm section. */
+tf_status cm_read_options(tf_section *section, cm_options *opt, tf_error *err);
+
+/* --- the MPI library (mpi_library.c) ------------------------------------- */
+
+/* Make libmpi's symbols global (see mpi_library.c for why), once. */
+tf_status cm_library_promote(tf_error *err);
+/* The path of the loaded libmpi (for messages); fails when it cannot be found. */
+tf_status cm_library_path(char *out, size_t n, tf_error *err);
+/* "Open MPI v4.1.4" (the first part of MPI_Get_library_version). */
+void cm_library_version(char *out, size_t n);
+/* Whether the library can take device pointers (asked at run time, after MPI_Init). */
+bool cm_library_cuda_aware(void);
+
+/* --- the communicator ----------------------------------------------------- */
+
+/* How this rank's backend buffers reach MPI. */
+typedef enum cm_path {
+    CM_PATH_HOST = 0,       /* backend memory is host memory: given to MPI as is */
+    CM_PATH_CUDA_AWARE = 1, /* device pointers given to a CUDA-aware MPI after a stream sync */
+    CM_PATH_STAGED = 2      /* copied to pinned host memory, reduced there, copied back */
+} cm_path;
+
+const char *cm_path_name(cm_path p);
+
+/* Host memory from the backend (TF_MEM_HOST_PINNED), kept and grown only when
+ * a larger size is asked for. */
+typedef struct cm_host_buffer {
+    void *ptr;
+    size_t bytes;
+} cm_host_buffer;
+
+struct tf_comm_request {
+    tf_comm_request *next, *prev; /* in the comm's pool (FIFO) or in-flight list */
+    void *buf;                    /* [count] dt, backend memory (the caller's) */
+    size_t count;
+    tf_dtype dt;
+    tf_reduce_op op;
+    cm_path path;                 /* path this reduction takes (see cm_reduction_path) */
+    void *mpi_buf;                /* [count] dt that MPI reduces in place: buf or stage.ptr */
+    cm_host_buffer stage;         /* [count] dt, pinned host; reused across steps */
+    MPI_Request *chunks;          /* [nchunks] one MPI request per chunk */
+    size_t nchunks, chunks_cap;
+    bool complete;                /* every chunk finished (or failed) */
+    int mpi_rc;                   /* first MPI error of the chunks, MPI_SUCCESS if none */
+};
+
+struct tf_comm {
+    int rank, size;
+    MPI_Comm comm;               /* a duplicate of MPI_COMM_WORLD, MPI_ERRORS_RETURN */
+    const tf_backend_vtable *bvt;
+    tf_backend *be;
+    cm_path path;
+    size_t chunk;                /* most elements in one MPI call */
+    char library[96];            /* "Open MPI v4.1.4", for messages */
+
+    /* Guarded by cm_lock. */
+    tf_comm_request *pool_head, *pool_tail;         /* free requests, oldest first */
+    tf_comm_request *inflight_head, *inflight_tail; /* started, not yet waited */
+    size_t pending;              /* in-flight requests not yet complete */
+    size_t nrequests;            /* requests allocated (pool + in flight) */
+    cm_host_buffer blocking_stage; /* [bytes] staging of reduce and broadcast */
+
+    /* The progress thread (when options say so and the thread level allows). */
+    bool progress_running, progress_stop;
+    pthread_t progress;
+    pthread_cond_t progress_wake;
+    long progress_interval_ns;
+};
+
+/* The lock around every MPI call (see the top of this file). */
+extern pthread_mutex_t cm_lock;
+
+/* --- errors (mpi_plugin.c) -------------------------------------------------- */
+
+/* TF_ERR_RUNTIME "comm-mpi: rank R of N: <what>: <MPI_Error_string(rc)>". */
+tf_status cm_mpi_fail(const tf_comm *c, tf_error *err, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* TF_ERR_RUNTIME "comm-mpi: rank R of N: <what>" (c may be NULL: no rank). */
+tf_status cm_fail(const tf_comm *c, tf_error *err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* --- data movement (mpi_buffers.c) ---------------------------------------- */
+
+/* The MPI type of a reducible dtype (F32, F64); MPI_DATATYPE_NULL otherwise. */
+MPI_Datatype cm_reduce_type(tf_dtype dt);
+/* The path a reduction of dt with op takes on this comm: the comm's path,
+ * except that a CUDA-aware comm stages AVG of dtypes the backend cannot scale. */
+cm_path cm_reduction_path(const tf_comm *c, tf_dtype dt, tf_reduce_op op);
+/* Grow hb to at least `bytes` of pinned host memory (never shrinks). */
+tf_status cm_host_reserve(tf_comm *c, cm_host_buffer *hb, size_t bytes, const char *what,
+                          tf_error *err);
+void cm_host_release(tf_comm *c, cm_host_buffer *hb);
+/* Copy backend memory to host (and wait for the copy), or back. */
+tf_status cm_to_host(tf_comm *c, void *host, const void *dev, size_t bytes, const char *what,
+                     tf_error *err);
+tf_status cm_to_device(tf_comm *c, void *dev, const void *host, size_t bytes, const char *what,
+                       tf_error *err);
+/* Wait for the backend's default stream (its writes to buffers are done). */
+tf_status cm_device_sync(tf_comm *c, const char *what, tf_error *err);
+/* buf[count] /= size: on the host for host memory, by the backend otherwise. */
+tf_status cm_divide(tf_comm *c, void *buf, bool host, size_t count, tf_dtype dt,
+                    const char *what, tf_error *err);
+
+/* --- collectives ------------------------------------------------------------ */
+
+/* mpi_allreduce.c */
+tf_status cm_allreduce_start(tf_comm *c, void *buf, size_t count, tf_dtype dt, tf_reduce_op op,
+                             tf_comm_request **req, tf_error *err);
+tf_status cm_wait(tf_comm *c, tf_comm_request *req, tf_error *err);
+/* Progress thread start/stop, and freeing the request pool at finalize. */
+tf_status cm_progress_start(tf_comm *c, long long interval_us, tf_error *err);
+void cm_progress_stop(tf_comm *c);
+/* Free every pooled request; returns the number still in flight (not freed). */
+size_t cm_requests_free(tf_comm *c);
+
+/* mpi_blocking.c */
+tf_status cm_reduce(tf_comm *c, void *buf, size_t count, tf_dtype dt, tf_reduce_op op, int root,
+                    tf_error *err);
+tf_status cm_broadcast(tf_comm *c, void *buf, size_t count, tf_dtype dt, int root,
+                       tf_error *err);
+tf_status cm_barrier(tf_comm *c, tf_error *err);
+
+#endif

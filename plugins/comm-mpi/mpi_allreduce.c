@@ -1,0 +1,275 @@
+/* mpi_allreduce.c — asynchronous all-reduce (allreduce_start / wait), the
+ * request pool, and progress.
+ *
+ * allreduce_start starts one MPI_Iallreduce per chunk of at most
+ * `chunk_elements` elements, in place, and returns. Open MPI has no
+ * asynchronous progress of its own: a non-blocking collective advances only
+ * while some MPI call runs in this process. So every allreduce_start tests
+ * the requests in flight, and the progress thread (progress_thread = true,
+ * README.md says why it is the default) tests them every
+ * progress_interval_us while any is pending. wait finishes the MPI requests,
+ * divides for AVG and, on the staged path, copies the result back.
+ *
+ * Requests come from a FIFO pool: the core starts the same buckets in the
+ * same order every step and waits them in start order, so request k of a
+ * step gets back the staging buffer and chunk array of request k of the
+ * step before, and nothing is allocated after the first step. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "comm_mpi.h"
+
+/* --- lists (under cm_lock) --------------------------------------------------- */
+
+static void list_push_tail(tf_comm_request **head, tf_comm_request **tail, tf_comm_request *r)
+{
+    r->next = NULL;
+    r->prev = *tail;
+    if (*tail) (*tail)->next = r;
+    else *head = r;
+    *tail = r;
+}
+
+static void list_remove(tf_comm_request **head, tf_comm_request **tail, tf_comm_request *r)
+{
+    if (r->prev) r->prev->next = r->next;
+    else *head = r->next;
+    if (r->next) r->next->prev = r->prev;
+    else *tail = r->prev;
+    r->next = r->prev = NULL;
+}
+
+static tf_comm_request *request_get(tf_comm *c)
+{
+    tf_comm_request *r = c->pool_head;
+    if (r) {
+        list_remove(&c->pool_head, &c->pool_tail, r);
+        return r;
+    }
+    r = calloc(1, sizeof *r);
+    if (r) c->nrequests++;
+    return r;
+}
+
+/* Test every pending request once (this is what moves Open MPI's schedules on). */
+static void test_inflight(tf_comm *c)
+{
+    for (tf_comm_request *r = c->inflight_head; r && c->pending; r = r->next) {
+        if (r->complete) continue;
+        int done = 0;
+        int rc = MPI_Testall((int)r->nchunks, r->chunks, &done, MPI_STATUSES_IGNORE);
+        if (rc != MPI_SUCCESS) {
+            /* The request's state is now unknown: wait reports the error. */
+            r->mpi_rc = rc;
+            done = 1;
+        }
+        if (done) {
+            r->complete = true;
+            c->pending--;
+        }
+    }
+}
+
+/* --- the progress thread ------------------------------------------------------ */
+
+static void *progress_main(void *arg)
+{
+    tf_comm *c = arg;
+    struct timespec nap = {c->progress_interval_ns / 1000000000L,
+                           c->progress_interval_ns % 1000000000L};
+    pthread_mutex_lock(&cm_lock);
+    while (!c->progress_stop) {
+        if (c->pending == 0) {
+            pthread_cond_wait(&c->progress_wake, &cm_lock);
+            continue;
+        }
+        test_inflight(c);
+        pthread_mutex_unlock(&cm_lock);
+        nanosleep(&nap, NULL);
+        pthread_mutex_lock(&cm_lock);
+    }
+    pthread_mutex_unlock(&cm_lock);
+    return NULL;
+}
+
+tf_status cm_progress_start(tf_comm *c, long long interval_us, tf_error *err)
+{
+    c->progress_interval_ns = (long)interval_us * 1000L;
+    c->progress_stop = false;
+    int e = pthread_cond_init(&c->progress_wake, NULL);
+    if (e) return cm_fail(c, err, "progress thread: pthread_cond_init: %s", strerror(e));
+    e = pthread_create(&c->progress, NULL, progress_main, c);
+    if (e) {
+        pthread_cond_destroy(&c->progress_wake);
+        return cm_fail(c, err, "cannot start the progress thread: %s", strerror(e));
+    }
+    c->progress_running = true;
+    return TF_OK;
+}
+
+void cm_progress_stop(tf_comm *c)
+{
+    if (!c->progress_running) return;
+    pthread_mutex_lock(&cm_lock);
+    c->progress_stop = true;
+    pthread_cond_signal(&c->progress_wake);
+    pthread_mutex_unlock(&cm_lock);
+    pthread_join(c->progress, NULL);
+    pthread_cond_destroy(&c->progress_wake);
+    c->progress_running = false;
+}
+
+/* --- start and wait ----------------------------------------------------------- */
+
+static const char *op_name(tf_reduce_op op) { return op == TF_REDUCE_AVG ? "avg" : "sum"; }
+
+/* Start the chunks of r (under cm_lock). On an MPI error the chunks already
+ * started stay in flight: the job cannot continue, the core aborts it. */
+static tf_status start_chunks(tf_comm *c, tf_comm_request *r, MPI_Datatype type, size_t esize,
+                              tf_error *err)
+{
+    size_t nchunks = r->count == 0 ? 0 : (r->count - 1) / c->chunk + 1;
+    if (nchunks > r->chunks_cap) {
+        MPI_Request *p = realloc(r->chunks, nchunks * sizeof *p);
+        if (!p)
+            return cm_fail(c, err, "allreduce_start: out of memory for %zu MPI requests",
+                           nchunks);
+        r->chunks = p;
+        r->chunks_cap = nchunks;
+    }
+    r->nchunks = 0;
+    for (size_t i = 0; i < nchunks; i++) {
+        size_t off = i * c->chunk;
+        size_t n = r->count - off < c->chunk ? r->count - off : c->chunk;
+        int rc = MPI_Iallreduce(MPI_IN_PLACE, (char *)r->mpi_buf + off * esize, (int)n, type,
+                                MPI_SUM, c->comm, &r->chunks[i]);
+        if (rc != MPI_SUCCESS)
+            return cm_mpi_fail(c, err, rc,
+                               "MPI_Iallreduce of %zu %s (%s), chunk %zu of %zu (%zu elements)",
+                               r->count, tf_dtype_name(r->dt), op_name(r->op), i + 1, nchunks, n);
+        r->nchunks = i + 1;
+    }
+    return TF_OK;
+}
+
+tf_status cm_allreduce_start(tf_comm *c, void *buf, size_t count, tf_dtype dt, tf_reduce_op op,
+                             tf_comm_request **req, tf_error *err)
+{
+    if (!c || !req) return cm_fail(c, err, "allreduce_start: %s is NULL", c ? "req" : "comm");
+    *req = NULL;
+    MPI_Datatype type = cm_reduce_type(dt);
+    if (type == MPI_DATATYPE_NULL)
+        return cm_fail(c, err, "allreduce_start: dtype %s cannot be reduced (F32 and F64 can)",
+                       tf_dtype_name(dt) ? tf_dtype_name(dt) : "unknown");
+    if (op != TF_REDUCE_SUM && op != TF_REDUCE_AVG)
+        return cm_fail(c, err, "allreduce_start: unknown reduce op %d", (int)op);
+    if (!buf && count)
+        return cm_fail(c, err, "allreduce_start: buffer is NULL for %zu elements", count);
+    size_t esize = tf_dtype_size(dt);
+    if (count > SIZE_MAX / esize)
+        return cm_fail(c, err, "allreduce_start: %zu elements of %s overflow size_t", count,
+                       tf_dtype_name(dt));
+    size_t bytes = count * esize;
+
+    pthread_mutex_lock(&cm_lock);
+    tf_comm_request *r = request_get(c);
+    if (!r) {
+        pthread_mutex_unlock(&cm_lock);
+        return cm_fail(c, err, "allreduce_start: out of memory for a request");
+    }
+    pthread_mutex_unlock(&cm_lock);
+
+    r->buf = buf;
+    r->count = count;
+    r->dt = dt;
+    r->op = op;
+    r->path = cm_reduction_path(c, dt, op);
+    r->mpi_buf = buf;
+    r->complete = false;
+    r->mpi_rc = MPI_SUCCESS;
+    r->nchunks = 0;
+    tf_status st = TF_OK;
+    if (count && r->path == CM_PATH_STAGED) {
+        /* The copy waits for the backend's writes to buf (same default stream). */
+        st = cm_host_reserve(c, &r->stage, bytes, "allreduce_start", err);
+        if (!st) st = cm_to_host(c, r->stage.ptr, buf, bytes, "allreduce_start", err);
+        r->mpi_buf = r->stage.ptr;
+    } else if (count && r->path == CM_PATH_CUDA_AWARE) {
+        st = cm_device_sync(c, "allreduce_start", err);
+    }
+
+    pthread_mutex_lock(&cm_lock);
+    if (!st) st = start_chunks(c, r, type, esize, err);
+    if (st && r->nchunks == 0) {
+        /* nothing reached MPI: the request goes back to the pool */
+        list_push_tail(&c->pool_head, &c->pool_tail, r);
+        pthread_mutex_unlock(&cm_lock);
+        return st;
+    }
+    list_push_tail(&c->inflight_head, &c->inflight_tail, r);
+    if (r->nchunks == 0) {
+        r->complete = true;
+    } else {
+        c->pending++;
+        if (c->progress_running) pthread_cond_signal(&c->progress_wake);
+    }
+    if (!st) test_inflight(c); /* progress for this and earlier buckets */
+    pthread_mutex_unlock(&cm_lock);
+    if (st) return st; /* started chunks stay in flight; see start_chunks */
+    *req = r;
+    return TF_OK;
+}
+
+tf_status cm_wait(tf_comm *c, tf_comm_request *r, tf_error *err)
+{
+    if (!c || !r) return cm_fail(c, err, "wait: %s is NULL", c ? "request" : "comm");
+    pthread_mutex_lock(&cm_lock);
+    bool known = false;
+    for (tf_comm_request *q = c->inflight_head; q; q = q->next)
+        if (q == r) known = true;
+    if (!known) {
+        pthread_mutex_unlock(&cm_lock);
+        return cm_fail(c, err, "wait: the request is not in flight on this comm (waited twice?)");
+    }
+    if (!r->complete) {
+        int rc = MPI_Waitall((int)r->nchunks, r->chunks, MPI_STATUSES_IGNORE);
+        if (rc != MPI_SUCCESS) r->mpi_rc = rc;
+        r->complete = true;
+        c->pending--;
+    }
+    list_remove(&c->inflight_head, &c->inflight_tail, r);
+    pthread_mutex_unlock(&cm_lock);
+
+    tf_status st = TF_OK;
+    if (r->mpi_rc != MPI_SUCCESS) {
+        st = cm_mpi_fail(c, err, r->mpi_rc, "MPI_Iallreduce of %zu %s (%s)", r->count,
+                         tf_dtype_name(r->dt), op_name(r->op));
+    } else if (r->count) {
+        size_t bytes = r->count * tf_dtype_size(r->dt);
+        bool on_host = r->path != CM_PATH_CUDA_AWARE;
+        if (r->op == TF_REDUCE_AVG) st = cm_divide(c, r->mpi_buf, on_host, r->count, r->dt, "wait", err);
+        if (!st && r->path == CM_PATH_STAGED)
+            st = cm_to_device(c, r->buf, r->stage.ptr, bytes, "wait", err);
+    }
+    pthread_mutex_lock(&cm_lock);
+    list_push_tail(&c->pool_head, &c->pool_tail, r);
+    pthread_mutex_unlock(&cm_lock);
+    return st;
+}
+
+size_t cm_requests_free(tf_comm *c)
+{
+    pthread_mutex_lock(&cm_lock);
+    tf_comm_request *r;
+    while ((r = c->pool_head)) {
+        list_remove(&c->pool_head, &c->pool_tail, r);
+        cm_host_release(c, &r->stage);
+        free(r->chunks);
+        free(r);
+        c->nrequests--;
+    }
+    size_t left = c->nrequests;
+    pthread_mutex_unlock(&cm_lock);
+    return left;
+}
