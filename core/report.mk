@@ -1,1 +1,29 @@
-# core/report.mk — tfcore report (being written)
+# core/report.mk — `tfcore report`: runs' results.json compared as a Markdown
+# (or JSON) table and an SVG chart. Code of the tfcore command only (nothing a
+# plugin needs), so it goes into the CLI, not libtfcore.
+core_tfcore_SOURCES += \
+	core/src/cli_report.c \
+	core/src/report_table.c core/src/report_table.h \
+	core/src/report_svg.c
+core_tfcore_LDADD += -lm
+
+# tests/test_report.sh: fixture runs (hand-written results.json files) and
+# the exact tables they must give.
+TESTS += tests/test_report.sh
+EXTRA_DIST += tests/test_report.sh \
+	tests/data/report/1gpu/results.json \
+	tests/data/report/dp2/results.json \
+	tests/data/report/ddp2/results.json \
+	tests/data/report/old-format/results.json \
+	tests/data/report/malformed/results.json \
+	tests/data/report/squad-1gpu/results.json \
+	tests/data/report/squad-ddp4/results.json \
+	tests/data/report/expected-imdb.md \
+	tests/data/report/expected-imdb-baseline3.md \
+	tests/data/report/expected-imdb-train_loss.md \
+	tests/data/report/expected-squad.md \
+	tests/data/report/expected-imdb.json
+
+# tests/test_conf.sh: every config in conf/ resolves (tfcore train --dry-run).
+TESTS += tests/test_conf.sh
+EXTRA_DIST += tests/test_conf.sh

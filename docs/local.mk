@@ -1,2 +1,3 @@
 # docs/ — installed to $(docdir)
 dist_doc_DATA += docs/ARCHITECTURE.md docs/PLUGINS.md
+dist_doc_DATA += docs/REPORT.md

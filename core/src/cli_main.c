@@ -11,6 +11,7 @@
 #include "config.h"
 #endif
 
+
 typedef struct cli_verb {
     const char *name;
     int (*run)(int argc, char **argv);
@@ -25,7 +26,7 @@ static const cli_verb verbs[] = {
     {"bench", tf_cli_bench, "time full training steps (samples/s, GFLOP/s, peak memory)"},
     {"tokenize", tf_cli_tokenize, "tokenize stdin lines with a WordPiece vocab, one JSON array per line"},
     {"squad-eval", tf_cli_squad_eval, "score SQuAD predictions exactly as the official script"},
-    {"report", NULL, "compare runs' results.json as a Markdown table / SVG chart"},
+    {"report", tf_cli_report, "compare runs' results.json as a Markdown table / SVG chart"},
 };
 #define NVERBS (sizeof verbs / sizeof verbs[0])
 

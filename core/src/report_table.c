@@ -1,0 +1,511 @@
+/* report_table.c — `tfcore report`: reading runs' results.json, the numbers
+ * the comparison shows, and the table as Markdown or JSON (report_table.h). */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "report_table.h"
+#include "tfcore/config.h"
+
+const char *const tf_report_phase_name[TF_REPORT_PHASES] = {"data", "forward", "backward", "comm",
+                                                            "optimizer", "eval", "save"};
+
+#define MISSING "\xe2\x80\x94" /* "—", U+2014: a value the run did not record */
+
+/* --- text buffer ------------------------------------------------------------ */
+
+static bool text_reserve(tf_report_text *t, size_t extra)
+{
+    if (t->failed) return false;
+    if (t->len + extra + 1 <= t->cap) return true;
+    size_t cap = t->cap ? t->cap : 1024;
+    while (cap < t->len + extra + 1) {
+        if (cap > SIZE_MAX / 2) {
+            t->failed = true;
+            return false;
+        }
+        cap *= 2;
+    }
+    char *s = realloc(t->s, cap);
+    if (!s) {
+        t->failed = true;
+        return false;
+    }
+    t->s = s;
+    t->cap = cap;
+    return true;
+}
+
+void tf_report_printf(tf_report_text *t, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        t->failed = true;
+        return;
+    }
+    if (!text_reserve(t, (size_t)n)) return;
+    va_start(ap, fmt);
+    vsnprintf(t->s + t->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    t->len += (size_t)n;
+}
+
+void tf_report_puts(tf_report_text *t, const char *s)
+{
+    size_t n = strlen(s);
+    if (!text_reserve(t, n)) return;
+    memcpy(t->s + t->len, s, n + 1);
+    t->len += n;
+}
+
+char *tf_report_text_take(tf_report_text *t)
+{
+    char *s = t->failed ? NULL : t->s;
+    if (!s) {
+        free(t->s);
+        s = t->failed ? NULL : strdup("");
+    }
+    memset(t, 0, sizeof *t);
+    return s;
+}
+
+size_t tf_report_width(const char *s)
+{
+    size_t w = 0;
+    for (; *s; s++)
+        if (((unsigned char)*s & 0xC0) != 0x80) w++;
+    return w;
+}
+
+/* --- names ------------------------------------------------------------------ */
+
+/* Length of the valid UTF-8 sequence at s (RFC 3629: no overlong forms, no
+ * surrogates, nothing above U+10FFFF), or 0 when the bytes are not one. */
+static size_t utf8_seq(const unsigned char *s)
+{
+    unsigned c = s[0];
+    if (c < 0x80) return 1;
+    size_t n = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+    if (!n) return 0;
+    for (size_t i = 1; i < n; i++)
+        if ((s[i] & 0xC0) != 0x80) return 0;
+    if (c == 0xE0 && s[1] < 0xA0) return 0; /* overlong */
+    if (c == 0xED && s[1] > 0x9F) return 0; /* surrogate */
+    if (c == 0xF0 && s[1] < 0x90) return 0; /* overlong */
+    if (c == 0xF4 && s[1] > 0x8F) return 0; /* above U+10FFFF */
+    return n;
+}
+
+/* A copy of the folder name that every output can hold: invalid UTF-8 bytes
+ * become U+FFFD, control characters '?'. */
+static char *display_copy(const char *s, size_t len)
+{
+    char *out = malloc(len * 3 + 1); /* each byte becomes at most 3 */
+    if (!out) return NULL;
+    size_t o = 0;
+    const unsigned char *u = (const unsigned char *)s;
+    for (size_t i = 0; i < len;) {
+        size_t n = utf8_seq(u + i);
+        if (n == 0 || i + n > len) {
+            memcpy(out + o, "\xef\xbf\xbd", 3);
+            o += 3;
+            i++;
+        } else if (n == 1 && (u[i] < 0x20 || u[i] == 0x7F)) {
+            out[o++] = '?';
+            i++;
+        } else {
+            memcpy(out + o, s + i, n);
+            o += n;
+            i += n;
+        }
+    }
+    out[o] = '\0';
+    return out;
+}
+
+/* --- reading a run ------------------------------------------------------------ */
+
+static const char *json_type_name(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER: return "an integer";
+    case JSON_REAL: return "a number";
+    case JSON_TRUE: return "true";
+    case JSON_FALSE: return "false";
+    case JSON_NULL: return "null";
+    }
+    return "?";
+}
+
+/* A number >= 0 at obj[key], NAN when absent. `where` names the object in messages. */
+static tf_status read_seconds(const json_t *obj, const char *where, const char *key, bool required,
+                              const char *path, double *out, tf_error *err)
+{
+    const json_t *v = json_object_get(obj, key);
+    *out = NAN;
+    if (!v) {
+        if (!required) return TF_OK;
+        return tf_error_set(err, TF_ERR_DATA, "%s: no %s%s (is this a results.json of tfcore or Trainer?)", path,
+                            where, key);
+    }
+    if (!json_is_number(v))
+        return tf_error_set(err, TF_ERR_DATA, "%s: %s%s must be a number >= 0, got %s", path, where, key,
+                            json_type_name(v));
+    double x = json_number_value(v);
+    if (!(x >= 0))
+        return tf_error_set(err, TF_ERR_DATA, "%s: %s%s must be a number >= 0, got %g", path, where, key, x);
+    *out = x;
+    return TF_OK;
+}
+
+static tf_status read_string(const json_t *obj, const char *key, const char *path, const char **out,
+                             tf_error *err)
+{
+    const json_t *v = json_object_get(obj, key);
+    *out = NULL;
+    if (!v) return TF_OK;
+    if (!json_is_string(v))
+        return tf_error_set(err, TF_ERR_DATA, "%s: tfcore.%s must be a string, got %s", path, key,
+                            json_type_name(v));
+    *out = json_string_value(v);
+    return TF_OK;
+}
+
+/* The tfcore object: phase times, world size, plugin names, config. */
+static tf_status read_tfcore(const json_t *x, const char *path, tf_report_run *run, tf_error *err)
+{
+    tf_status st;
+    if (!json_is_object(x))
+        return tf_error_set(err, TF_ERR_DATA, "%s: tfcore must be an object, got %s", path, json_type_name(x));
+    const json_t *ph = json_object_get(x, "phase_seconds");
+    if (ph && !json_is_object(ph))
+        return tf_error_set(err, TF_ERR_DATA, "%s: tfcore.phase_seconds must be an object, got %s", path,
+                            json_type_name(ph));
+    if (ph) {
+        for (int i = 0; i < TF_REPORT_PHASES; i++)
+            if ((st = read_seconds(ph, "tfcore.phase_seconds.", tf_report_phase_name[i], false, path,
+                                   &run->phase[i], err)))
+                return st;
+        if ((st = read_seconds(ph, "tfcore.phase_seconds.", "comm_exposed", false, path, &run->comm_exposed, err)))
+            return st;
+    }
+    const json_t *ws = json_object_get(x, "world_size");
+    if (ws && (!json_is_integer(ws) || json_integer_value(ws) < 1)) {
+        if (json_is_integer(ws))
+            return tf_error_set(err, TF_ERR_DATA, "%s: tfcore.world_size must be an integer >= 1, got %lld", path,
+                                (long long)json_integer_value(ws));
+        return tf_error_set(err, TF_ERR_DATA, "%s: tfcore.world_size must be an integer >= 1, got %s", path,
+                            json_type_name(ws));
+    }
+    if (ws) run->world_size = (long long)json_integer_value(ws);
+    if ((st = read_string(x, "config", path, &run->config, err))) return st;
+    if ((st = read_string(x, "comm", path, &run->comm, err))) return st;
+    return read_string(x, "precision", path, &run->precision, err);
+}
+
+tf_status tf_report_read_run(const char *dir, tf_report_run *run, tf_error *err)
+{
+    memset(run, 0, sizeof *run);
+    run->train_runtime = run->samples_per_second = run->comm_exposed = NAN;
+    for (int i = 0; i < TF_REPORT_PHASES; i++) run->phase[i] = NAN;
+    run->world_size = -1;
+
+    /* DIR/results.json without doubling a trailing slash */
+    size_t dlen = strlen(dir);
+    while (dlen > 1 && dir[dlen - 1] == '/') dlen--;
+    const char *sep = dlen && dir[dlen - 1] == '/' ? "" : "/";
+    size_t plen = dlen + strlen(sep) + sizeof "results.json";
+    char *path = malloc(plen);
+    if (!path) return tf_error_set(err, TF_ERR_RUNTIME, "out of memory");
+    snprintf(path, plen, "%.*s%sresults.json", (int)dlen, dir, sep);
+
+    tf_status st = TF_OK;
+    json_error_t je;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        st = tf_error_set(err, TF_ERR_DATA, "%s: cannot open: %s", path, strerror(errno));
+        goto fail;
+    }
+    struct stat sb;
+    if (fstat(fileno(f), &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        fclose(f);
+        st = tf_error_set(err, TF_ERR_DATA, "%s: is a folder, not a file", path);
+        goto fail;
+    }
+    run->results = json_loadf(f, JSON_REJECT_DUPLICATES, &je);
+    fclose(f);
+    if (!run->results) {
+        if (je.line > 0)
+            st = tf_error_set(err, TF_ERR_DATA, "%s:%d:%d: %s", path, je.line, je.column, je.text);
+        else
+            st = tf_error_set(err, TF_ERR_DATA, "%s: %s", path, je.text);
+        goto fail;
+    }
+    if (!json_is_object(run->results)) {
+        st = tf_error_set(err, TF_ERR_DATA, "%s: the top level must be an object, got %s", path,
+                          json_type_name(run->results));
+        goto fail;
+    }
+    if ((st = read_seconds(run->results, "", "train_runtime", true, path, &run->train_runtime, err))) goto fail;
+    if ((st = read_seconds(run->results, "", "train_samples_per_second", false, path, &run->samples_per_second,
+                           err)))
+        goto fail;
+    const json_t *x = json_object_get(run->results, "tfcore");
+    if (x && (st = read_tfcore(x, path, run, err))) goto fail;
+
+    /* the run's name: the folder's last component */
+    const char *base = dir + dlen;
+    while (base > dir && base[-1] != '/') base--;
+    size_t blen = (size_t)(dir + dlen - base);
+    if (blen == 0) { /* "/" */
+        base = dir;
+        blen = dlen;
+    }
+    run->dir = display_copy(dir, strlen(dir));
+    run->name = display_copy(base, blen);
+    if (!run->dir || !run->name) {
+        st = tf_error_set(err, TF_ERR_RUNTIME, "out of memory");
+        goto fail;
+    }
+    free(path);
+    return TF_OK;
+fail:
+    free(path);
+    tf_report_run_free(run);
+    return st;
+}
+
+void tf_report_run_free(tf_report_run *run)
+{
+    if (!run) return;
+    json_decref(run->results);
+    free(run->dir);
+    free(run->name);
+    memset(run, 0, sizeof *run);
+}
+
+/* --- the numbers ------------------------------------------------------------ */
+
+double tf_report_value(const tf_report_run *run, const char *key)
+{
+    const json_t *v = json_object_get(run->results, key);
+    return v && json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+bool tf_report_has_metric(const tf_report_run *runs, size_t n, const char *key)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!isnan(tf_report_value(&runs[i], key))) return true;
+    return false;
+}
+
+const char *tf_report_default_metric(const tf_report_run *runs, size_t n)
+{
+    static const char *const order[] = {"eval_accuracy", "eval_f1", "eval_loss"};
+    for (size_t k = 0; k < sizeof order / sizeof order[0]; k++)
+        if (tf_report_has_metric(runs, n, order[k])) return order[k];
+    return "eval_loss";
+}
+
+const char *tf_report_closest_metric(const tf_report_run *runs, size_t n, const char *key)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++) total += json_object_size(runs[i].results);
+    const char **names = malloc((total ? total : 1) * sizeof *names);
+    if (!names) return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *name;
+        json_t *v;
+        json_object_foreach(runs[i].results, name, v)
+            if (json_is_number(v)) names[k++] = name;
+    }
+    const char *best = tf_closest(key, names, k);
+    free(names);
+    return best;
+}
+
+double tf_report_speedup(const tf_report *r, size_t i)
+{
+    double base = r->runs[r->baseline].train_runtime, t = r->runs[i].train_runtime;
+    if (i == r->baseline) return base > 0 ? 1.0 : NAN;
+    return base > 0 && t > 0 ? base / t : NAN;
+}
+
+double tf_report_exposed_percent(const tf_report_run *run)
+{
+    double t = run->train_runtime;
+    return t > 0 && !isnan(run->comm_exposed) ? 100.0 * run->comm_exposed / t : NAN;
+}
+
+/* --- Markdown ----------------------------------------------------------------- */
+
+enum { COL_RUN, COL_CONFIG, COL_COMM, COL_WORLD, COL_PRECISION, COL_RUNTIME, COL_SPEEDUP, COL_SAMPLES,
+       COL_EXPOSED, COL_METRIC, NCOLS };
+static const char *const col_title[NCOLS] = {"run", "config", "comm", "world", "precision", "train_runtime (s)",
+                                             "speedup", "samples/s", "exposed comm %", NULL};
+static const bool col_right[NCOLS] = {false, false, false, true, false, true, true, true, true, true};
+
+static bool is_alnum(unsigned char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c >= 0x80;
+}
+
+/* Text as a Markdown table cell shows it literally: a backslash before
+ * every character that would end the cell or start markup (| \ ` * < > & [ ]
+ * ~), before '_' at a word boundary (inside a word it cannot start emphasis,
+ * and run names are full of them), control characters as spaces. */
+static void md_escape(tf_report_text *t, const char *s)
+{
+    size_t n = strlen(s);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        char two[3] = {'\\', (char)c, '\0'};
+        if (c < 0x20 || c == 0x7F) {
+            tf_report_puts(t, " ");
+        } else if (strchr("|\\`*<>&[]~", c)) {
+            tf_report_puts(t, two);
+        } else if (c == '_' && !(i > 0 && is_alnum((unsigned char)s[i - 1]) && i + 1 < n &&
+                                 is_alnum((unsigned char)s[i + 1]))) {
+            tf_report_puts(t, two);
+        } else {
+            char one[2] = {(char)c, '\0'};
+            tf_report_puts(t, one);
+        }
+    }
+}
+
+static char *md_cell_text(const char *s)
+{
+    tf_report_text t = {0};
+    md_escape(&t, s ? s : MISSING);
+    return tf_report_text_take(&t);
+}
+
+static char *md_cell_number(double x, int decimals)
+{
+    if (isnan(x)) return strdup(MISSING);
+    char buf[64];
+    snprintf(buf, sizeof buf, "%.*f", decimals, x);
+    return strdup(buf);
+}
+
+/* The config file's name without its folder (the JSON keeps the whole path). */
+static const char *file_name(const char *path)
+{
+    if (!path) return NULL;
+    const char *slash = strrchr(path, '/');
+    return slash && slash[1] ? slash + 1 : path;
+}
+
+char *tf_report_markdown(const tf_report *r)
+{
+    size_t rows = r->n + 1;
+    char **cell = calloc(rows * NCOLS, sizeof *cell); /* [rows, NCOLS], row 0 the header */
+    if (!cell) return NULL;
+    bool oom = false;
+    for (int c = 0; c < NCOLS; c++) cell[c] = md_cell_text(c == COL_METRIC ? r->metric : col_title[c]);
+    for (size_t i = 0; i < r->n; i++) {
+        const tf_report_run *run = &r->runs[i];
+        char **row = cell + (i + 1) * NCOLS;
+        char world[32];
+        snprintf(world, sizeof world, "%lld", run->world_size);
+        row[COL_RUN] = md_cell_text(run->name);
+        row[COL_CONFIG] = md_cell_text(file_name(run->config));
+        row[COL_COMM] = md_cell_text(run->comm);
+        row[COL_WORLD] = md_cell_text(run->world_size > 0 ? world : NULL);
+        row[COL_PRECISION] = md_cell_text(run->precision);
+        row[COL_RUNTIME] = md_cell_number(run->train_runtime, 2);
+        row[COL_SPEEDUP] = md_cell_number(tf_report_speedup(r, i), 2);
+        row[COL_SAMPLES] = md_cell_number(run->samples_per_second, 3);
+        row[COL_EXPOSED] = md_cell_number(tf_report_exposed_percent(run), 1);
+        row[COL_METRIC] = md_cell_number(tf_report_value(run, r->metric), 4);
+    }
+    size_t width[NCOLS];
+    for (int c = 0; c < NCOLS; c++) width[c] = 3; /* the alignment row's "---" */
+    for (size_t k = 0; k < rows * NCOLS; k++) {
+        if (!cell[k]) {
+            oom = true;
+            continue;
+        }
+        size_t w = tf_report_width(cell[k]);
+        if (w > width[k % NCOLS]) width[k % NCOLS] = w;
+    }
+    tf_report_text t = {0};
+    for (size_t i = 0; !oom && i < rows; i++) {
+        for (int c = 0; c < NCOLS; c++) {
+            const char *s = cell[i * NCOLS + (size_t)c];
+            size_t pad = width[c] - tf_report_width(s);
+            tf_report_printf(&t, "| %*s%s%*s ", col_right[c] ? (int)pad : 0, "", s, col_right[c] ? 0 : (int)pad, "");
+        }
+        tf_report_puts(&t, "|\n");
+        if (i == 0) { /* the alignment row: "---:" right-aligns numbers */
+            for (int c = 0; c < NCOLS; c++) {
+                tf_report_puts(&t, "|");
+                for (size_t k = 0; k < width[c] + 2 - col_right[c]; k++) tf_report_puts(&t, "-");
+                if (col_right[c]) tf_report_puts(&t, ":");
+            }
+            tf_report_puts(&t, "|\n");
+        }
+    }
+    for (size_t k = 0; k < rows * NCOLS; k++) free(cell[k]);
+    free(cell);
+    if (oom) t.failed = true;
+    return tf_report_text_take(&t);
+}
+
+/* --- JSON ----------------------------------------------------------------------- */
+
+static json_t *number_or_null(double x) { return isnan(x) ? json_null() : json_real(x); }
+static json_t *string_or_null(const char *s) { return s ? json_string(s) : json_null(); }
+
+char *tf_report_json(const tf_report *r)
+{
+    json_t *o = json_object(), *runs = json_array();
+    if (!o || !runs) {
+        json_decref(o);
+        json_decref(runs);
+        return NULL;
+    }
+    json_object_set_new(o, "baseline", json_string(r->runs[r->baseline].name));
+    json_object_set_new(o, "metric", json_string(r->metric));
+    json_object_set_new(o, "runs", runs);
+    for (size_t i = 0; i < r->n; i++) {
+        const tf_report_run *run = &r->runs[i];
+        json_t *x = json_object();
+        if (!x) break;
+        json_object_set_new(x, "run", json_string(run->name));
+        json_object_set_new(x, "dir", json_string(run->dir));
+        json_object_set_new(x, "config", string_or_null(run->config));
+        json_object_set_new(x, "comm", string_or_null(run->comm));
+        json_object_set_new(x, "world_size", run->world_size > 0 ? json_integer(run->world_size) : json_null());
+        json_object_set_new(x, "precision", string_or_null(run->precision));
+        json_object_set_new(x, "train_runtime", number_or_null(run->train_runtime));
+        json_object_set_new(x, "speedup", number_or_null(tf_report_speedup(r, i)));
+        json_object_set_new(x, "train_samples_per_second", number_or_null(run->samples_per_second));
+        json_object_set_new(x, "exposed_comm_percent", number_or_null(tf_report_exposed_percent(run)));
+        json_object_set_new(x, r->metric, number_or_null(tf_report_value(run, r->metric)));
+        json_array_append_new(runs, x);
+    }
+    char *text = NULL;
+    if (json_array_size(runs) == r->n)
+        text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+    json_decref(o);
+    if (!text) return NULL;
+    tf_report_text t = {0};
+    tf_report_puts(&t, text);
+    tf_report_puts(&t, "\n");
+    free(text);
+    return tf_report_text_take(&t);
+}
