@@ -420,8 +420,13 @@ static tf_status setup_device(tf_comm *c, int local_rank, tf_error *err)
                             c->rank, local_rank, local_rank, n, n == 1 ? " is" : "s are",
                             vis ? vis : "(unset)");
     }
-    c->device = local_rank;
-    if ((e = cudaSetDevice(local_rank)) != cudaSuccess)
+    /* The backend's device, not local_rank: backend.device_offset may shift it.
+     * Its default stream knows which GPU it belongs to. */
+    int dev = local_rank;
+    if ((e = cudaStreamGetDevice((cudaStream_t)c->bvt->native_stream(c->be, NULL), &dev)) != cudaSuccess)
+        return cuda_fail(c, err, what, "cudaStreamGetDevice", e);
+    c->device = dev;
+    if ((e = cudaSetDevice(dev)) != cudaSuccess)
         return cuda_fail(c, err, what, "cudaSetDevice", e);
     tf_status st = c->bvt->stream_create(c->be, &c->stream, err);
     if (st) {
