@@ -58,13 +58,14 @@ for ((k = 1; k <= rounds; k++)); do
     done
 done
 base=$(median <"$tmp/one.sps")
-printf '\n| run | workers x threads | samples/s | speedup | train_runtime s | comm s (in flight) | comm exposed s |\n'
-printf '|---|---|---|---|---|---|---|\n'
+printf '\n| run | workers x threads | samples/s | (min-max) | speedup | train_runtime s | comm s (in flight) | comm exposed s |\n'
+printf '|---|---|---|---|---|---|---|---|\n'
 for r in "${runs[@]}"; do
     name=${r%%|*}
     sps=$(median <"$tmp/$name.sps")
     w=$([ "$name" = one ] && echo 1 || echo 2)
-    printf '| %s | %s x 1 | %.1f | %.2fx | %.2f | %.2f | %.2f |\n' "$name" "$w" "$sps" \
+    range=$(sort -g "$tmp/$name.sps" | awk 'NR==1{lo=$1} {hi=$1} END {printf "%.1f-%.1f", lo, hi}')
+    printf '| %s | %s x 1 | %.1f | %s | %.2fx | %.2f | %.2f | %.2f |\n' "$name" "$w" "$sps" "$range" \
         "$(python3 -c "print($sps / $base)")" "$(median <"$tmp/$name.runtime")" \
         "$(median <"$tmp/$name.comm")" "$(median <"$tmp/$name.exposed")"
 done
