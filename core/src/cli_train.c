@@ -1,4 +1,5 @@
 /* cli_train.c — `tfcore [train] -c FILE [-o k=v]... [--dry-run]`. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,7 +65,10 @@ int tf_cli_train(int argc, char **argv)
         goto out;
     }
     if (dry_run) {
-        if (tf_plan_check_precision(&plan, &err)) {
+        const char *extra = plan.comm.mpirun_args ? plan.comm.mpirun_args : "";
+        bool hosts = strstr(extra, "--host") || strstr(extra, "-H ") || strstr(extra, "hostfile");
+        if ((!hosts && tf_launch_check_devices(&plan, plan.comm.world_size, &err)) ||
+            tf_plan_check_precision(&plan, &err)) {
             rc = tf_cli_fail(&err);
             tf_plan_free(&plan);
             goto out;

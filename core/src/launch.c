@@ -114,7 +114,7 @@ void tf_launch_suggest_cpu_config(const char *config_file, char *out, size_t n)
 }
 
 /* The backend must have a device for each worker on this machine. */
-static tf_status check_devices(const tf_plan *plan, int needed, tf_error *err)
+tf_status tf_launch_check_devices(const tf_plan *plan, int needed, tf_error *err)
 {
     const tf_loaded_plugin *bp = plan->plugin[TF_KIND_BACKEND];
     const tf_backend_vtable *bvt = bp->desc->vtable;
@@ -544,7 +544,7 @@ tf_status tf_launch_train(const tf_plan *plan, int argc, char **argv, tf_error *
                                 "would train alone into the same output_dir (add comm = { plugin = \"mpi\"; "
                                 "world_size = %d; })",
                                 plan->config_file, e.rank, e.size, e.source, e.size);
-        tf_status st = check_devices(plan, 1, err);
+        tf_status st = tf_launch_check_devices(plan, 1, err);
         if (st) return st;
         tf_worker w = tf_worker_single();
         return tf_train(plan, &w, err);
@@ -560,24 +560,24 @@ tf_status tf_launch_train(const tf_plan *plan, int argc, char **argv, tf_error *
         if (e.size != world)
             return tf_error_set(err, TF_ERR_CONFIG, "%s: %s started %d ranks, but comm.world_size is %d",
                                 tf_cfg_where(cs, "world_size"), e.source, e.size, world);
-        tf_status st = check_devices(plan, e.local_size, err);
+        tf_status st = tf_launch_check_devices(plan, e.local_size, err);
         if (st) return st;
         tf_worker w = {e.rank, e.size, e.local_rank, e.local_size, TF_LAUNCH_EXTERNAL, cvt, NULL};
         return run_one(plan, &w, err);
     }
     switch (mode) {
     case TF_LAUNCH_THREADS: {
-        tf_status st = check_devices(plan, world, err);
+        tf_status st = tf_launch_check_devices(plan, world, err);
         return st ? st : run_threads(plan, cvt, world, err);
     }
     case TF_LAUNCH_PROCESSES: {
-        tf_status st = check_devices(plan, world, err);
+        tf_status st = tf_launch_check_devices(plan, world, err);
         return st ? st : run_processes(plan, world, argc, argv, err);
     }
     case TF_LAUNCH_EXTERNAL: {
         const char *extra = plan->comm.mpirun_args ? plan->comm.mpirun_args : "";
         bool hosts = strstr(extra, "--host") || strstr(extra, "-H ") || strstr(extra, "hostfile");
-        tf_status st = hosts ? TF_OK : check_devices(plan, world, err);
+        tf_status st = hosts ? TF_OK : tf_launch_check_devices(plan, world, err);
         if (st) return st;
         if (world == 1) { /* MPI starts a singleton without mpirun */
             tf_worker w = {0, 1, 0, 1, TF_LAUNCH_EXTERNAL, cvt, NULL};

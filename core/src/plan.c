@@ -70,8 +70,8 @@ tf_status tf_plan_resolve(tf_plan *plan, const char *config_file, char *const *o
     if (st) goto fail;
     if ((st = tf_registry_scan_default(&plan->reg, search, err))) goto fail;
 
-    if ((st = pick_plugin(plan, TF_KIND_MODEL, NULL, err))) goto fail;
-    if ((st = pick_plugin(plan, TF_KIND_DATASET, NULL, err))) goto fail;
+    /* The machine first (backend, then comm below): a GPU config on a machine
+     * without one should hear that before anything about its model or data. */
     if ((st = pick_plugin(plan, TF_KIND_BACKEND, "cpu", err))) goto fail;
     if ((st = pick_plugin(plan, TF_KIND_PRECISION, flag_precision ? flag_precision : "fp32", err)))
         goto fail;
@@ -94,6 +94,8 @@ tf_status tf_plan_resolve(tf_plan *plan, const char *config_file, char *const *o
         if ((st = tf_cfg_string(cs, "mpirun_args", "", &plan->comm.mpirun_args, err))) goto fail;
         if ((st = pick_plugin(plan, TF_KIND_COMM, NULL, err))) goto fail;
     }
+    if ((st = pick_plugin(plan, TF_KIND_MODEL, NULL, err))) goto fail;
+    if ((st = pick_plugin(plan, TF_KIND_DATASET, NULL, err))) goto fail;
 
     if ((st = tf_config_check_unread(plan->cfg, err))) goto fail;
     return TF_OK;
