@@ -10,6 +10,7 @@
 #  - results.json splits communication into total and exposed;
 #  - a world size that does not divide the data trains, and evaluates every
 #    eval row exactly once (metrics equal to one worker's);
+#  - a run resumed from a checkpoint ends bit-identical to the uninterrupted one;
 #  - a killed worker ends the job within 30 s, non-zero, naming the rank and
 #    the signal; no worker is left running.
 set -u
@@ -146,7 +147,21 @@ assert abs(a["eval_loss"] - b["eval_loss"]) < 1e-4 * abs(a["eval_loss"]), (a["ev
 PY
 done
 
-# --- 4. a killed worker ends the job ---------------------------------------------
+# --- 4. checkpoints: rank 0 writes them, every rank resumes from one exactly ------
+for p in mpi dp; do
+    eval "have=\$have_$p"
+    [ "$have" = 1 ] || continue
+    STEPS=4 cfg ckpt_$p 8 1 "$($p 2)"
+    sed -i 's/save_strategy = "no";/save_strategy = "steps"; save_steps = 2;/' "$tmp/ckpt_$p.cfg"
+    train ckpt_$p || continue
+    if "$tfcore" -c "$tmp/ckpt_$p.cfg" -o training.output_dir="\"$tmp/resumed_$p\"" \
+        -o training.resume_from_checkpoint="\"$tmp/ckpt_$p/checkpoint-2\"" >"$tmp/resumed_$p.out" 2>&1 &&
+        out=$("$diff_tool" "$tmp/ckpt_$p/model.safetensors" "$tmp/resumed_$p/model.safetensors" 0); then ok; else
+        bad "$p: resuming from checkpoint-2 did not end where the uninterrupted run did: ${out:-}"
+        tail -n 5 "$tmp/resumed_$p.out"; fi
+done
+
+# --- 5. a killed worker ends the job ---------------------------------------------
 # kill_test NAME PATTERN: start a long run, SIGKILL the rank-1 worker once
 # training is under way, expect the job to end non-zero within 30 s, naming the
 # rank and the signal, with no worker left behind.
