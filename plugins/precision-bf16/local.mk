@@ -2,6 +2,7 @@
 # scaling (no dependencies). See plugins/precision-bf16/README.md.
 plugin_LTLIBRARIES += plugins/precision-bf16/tfcore-precision-bf16.la
 plugins_precision_bf16_tfcore_precision_bf16_la_SOURCES = plugins/precision-bf16/precision_bf16.c
+plugins_precision_bf16_tfcore_precision_bf16_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugins/precision-fp32
 plugins_precision_bf16_tfcore_precision_bf16_la_LDFLAGS = $(PLUGIN_LDFLAGS)
 plugins_precision_bf16_tfcore_precision_bf16_la_LIBADD = $(PLUGIN_LIBADD)
 EXTRA_DIST += plugins/precision-bf16/README.md
