@@ -83,14 +83,16 @@ for cfg in "$conf"/*.cfg; do
         if grep -q "cannot run here" "$tmp/$name.err" && ! grep -q "; on this machine run .*/cpu_[a-z0-9]*\.cfg instead$" "$tmp/$name.err"; then
             bad "conf/$name.cfg: the refusal does not name a CPU config: $(cat "$tmp/$name.err")"
         fi
+        # (match the kind as the message names it: a "no plugin named" line
+        # also lists the search path, whose folders name every kind)
         if grep -q "backend plugin" "$tmp/$name.err"; then
             set -- "$@" -o backend.plugin=cpu
-        elif grep -q "precision" "$tmp/$name.err"; then
-            # fp16/bf16 (missing, or beyond the cpu backend): fp32
-            set -- "$@" -o precision.plugin=fp32
         elif grep -q "comm plugin" "$tmp/$name.err"; then
             sed '/^comm = {/,/^};/d' "$cfg" >"$tmp/conf/$name.cfg"
             file="$tmp/conf/$name.cfg"
+        elif grep -Eq "precision plugin|in precision '" "$tmp/$name.err"; then
+            # fp16/bf16 (missing, or beyond the cpu backend): fp32
+            set -- "$@" -o precision.plugin=fp32
         else
             break
         fi
