@@ -39,7 +39,7 @@ BACKEND_CUDA_KERNEL_OBJECTS = \
 	plugins/backend-cuda/cross_entropy.lo
 
 EXTRA_DIST += $(BACKEND_CUDA_KERNEL_FILES) plugins/backend-cuda/README.md \
-	scripts/nvcc-libtool.sh tests/test_backend_cuda_sanitizer.sh
+	scripts/nvcc-libtool.sh tests/test_backend_cuda_sanitizer.sh tests/test_gpu_ref.sh
 
 # nvcc flags: C++17 (CUB needs it), optimized, with line info for
 # compute-sanitizer and profilers (no effect on the code generated). No
@@ -86,4 +86,6 @@ tests_test_backend_cuda_attention_LDADD = $(TEST_LDADD) -lm
 TESTS += tests/test_backend_cuda tests/test_backend_cuda_attention \
 	tests/test_backend_cuda_sanitizer.sh
 endif
+# The transformers reference test (tests/ref/model_bert_vs_hf.py) on backend-cuda.
+TESTS += tests/test_gpu_ref.sh
 endif

@@ -42,7 +42,11 @@ torch.set_num_threads(2)
 
 top_builddir = os.environ.get("top_builddir", ".")
 DRIVER = os.path.join(top_builddir, "tests", "model_bert_driver")
-BACKEND = os.path.join(top_builddir, "plugins", "backend-cpu", ".libs", "tfcore-backend-cpu.so")
+# TFCORE_REF_BACKEND=cuda runs the same comparison on backend-cuda (fp32, no
+# TF32): tests/test_gpu_ref.sh does that on a machine with a GPU.
+REF_BACKEND = os.environ.get("TFCORE_REF_BACKEND") or "cpu"
+BACKEND = os.path.join(top_builddir, "plugins", "backend-" + REF_BACKEND, ".libs",
+                       "tfcore-backend-%s.so" % REF_BACKEND)
 MODEL = os.path.join(top_builddir, "plugins", "model-bert", ".libs", "tfcore-model-bert.so")
 MINILM = None
 try:
