@@ -11,6 +11,7 @@ core_libtfcore_la_SOURCES = \
 	core/src/search_path.c core/src/search_path.h \
 	core/src/plan.c core/src/plan.h \
 	core/src/rng.c \
+	core/src/adamw_check.c \
 	core/src/file_atomic.c \
 	core/src/dataset_tokenizer.c \
 	core/src/lr_schedule.c core/src/lr_schedule.h \

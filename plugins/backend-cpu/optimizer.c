@@ -43,54 +43,19 @@ static void adamw_span(float *p, const float *g, float *m, float *v, size_t n,
     }
 }
 
+/* libtfcore's checks (tfcore/backend.h), with this backend's prefix */
 static tf_status check_segments(tf_error *err, const tf_adamw_segment *segs, size_t nsegs)
 {
-    const char *op = "adamw";
-    bool sorted = true;
-    for (size_t i = 0; i < nsegs; i++) {
-        if (segs[i].count > SIZE_MAX - segs[i].offset)
-            return cpu_fail(err, TF_ERR_RUNTIME, op,
-                            "segment %zu: offset %zu + count %zu overflows", i, segs[i].offset,
-                            segs[i].count);
-        if (!isfinite(segs[i].weight_decay))
-            return cpu_fail(err, TF_ERR_RUNTIME, op, "segment %zu: weight_decay is %g", i,
-                            (double)segs[i].weight_decay);
-        if (i > 0 && segs[i].offset < segs[i - 1].offset + segs[i - 1].count) sorted = false;
-    }
-    if (sorted) return TF_OK;
-    /* out of order: check every pair (n is the number of parameter groups) */
-    for (size_t i = 0; i < nsegs; i++)
-        for (size_t j = i + 1; j < nsegs; j++) {
-            const tf_adamw_segment *a = &segs[i], *b = &segs[j];
-            if (a->count && b->count && a->offset < b->offset + b->count &&
-                b->offset < a->offset + a->count)
-                return cpu_fail(err, TF_ERR_RUNTIME, op,
-                                "segments %zu [%zu, %zu) and %zu [%zu, %zu) overlap", i,
-                                a->offset, a->offset + a->count, j, b->offset,
-                                b->offset + b->count);
-        }
-    return TF_OK;
+    tf_status st = tf_adamw_check_segments(segs, nsegs, err);
+    if (st) tf_error_prefix(err, "%s: adamw", "backend-cpu");
+    return st;
 }
 
 static tf_status check_hyper(tf_error *err, const tf_adamw_hyper *h)
 {
-    const char *op = "adamw";
-    if (!(isfinite(h->lr) && h->lr >= 0.0f))
-        return cpu_fail(err, TF_ERR_RUNTIME, op, "lr must be finite and >= 0, got %g",
-                        (double)h->lr);
-    if (!(h->beta1 >= 0.0f && h->beta1 < 1.0f) || !(h->beta2 >= 0.0f && h->beta2 < 1.0f))
-        return cpu_fail(err, TF_ERR_RUNTIME, op, "betas must be in [0, 1), got (%g, %g)",
-                        (double)h->beta1, (double)h->beta2);
-    if (!(isfinite(h->eps) && h->eps >= 0.0f))
-        return cpu_fail(err, TF_ERR_RUNTIME, op, "eps must be finite and >= 0, got %g",
-                        (double)h->eps);
-    if (h->step < 1)
-        return cpu_fail(err, TF_ERR_RUNTIME, op, "step is 1-based, got %lld",
-                        (long long)h->step);
-    if (!isfinite(h->grad_scale))
-        return cpu_fail(err, TF_ERR_RUNTIME, op, "grad_scale must be finite, got %g",
-                        (double)h->grad_scale);
-    return TF_OK;
+    tf_status st = tf_adamw_check_hyper(h, err);
+    if (st) tf_error_prefix(err, "%s: adamw", "backend-cpu");
+    return st;
 }
 
 tf_status cpu_adamw(tf_backend *be, tf_stream *s, float *params, const float *grads, float *m,

@@ -132,6 +132,14 @@ typedef struct tf_adamw_hyper {
     float grad_scale;     /* grads are multiplied by this before use (1 normally) */
 } tf_adamw_hyper;
 
+/* libtfcore's checks of an adamw call's arguments, for every backend's adamw
+ * slot: hyperparameters in range (lr, eps >= 0 and finite, betas in [0, 1),
+ * step >= 1, grad_scale finite), and segments that neither overflow nor
+ * overlap, with finite weight decays. The message has no prefix: the backend
+ * puts its own ("backend-cpu: adamw") in front. */
+tf_status tf_adamw_check_hyper(const tf_adamw_hyper *h, tf_error *err);
+tf_status tf_adamw_check_segments(const tf_adamw_segment *segs, size_t nsegs, tf_error *err);
+
 typedef struct tf_backend_vtable {
     uint32_t size; /* TF_VTABLE_SIZE(tf_backend_vtable) */
     /* Read and validate every key of the plugin's config section without
