@@ -1,5 +1,4 @@
 /* cli_train.c — `tfcore [train] -c FILE [-o k=v]... [--dry-run]`. */
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,19 +55,12 @@ int tf_cli_train(int argc, char **argv)
     tf_plan plan;
     if (tf_plan_resolve(&plan, config, overrides, nover, NULL, 0, &err)) {
         /* a GPU config on a machine without one: say which config runs here */
-        char cpu[1024];
-        tf_launch_suggest_cpu_config(config, cpu, sizeof cpu);
-        size_t len = strlen(err.msg);
-        if (err.code == TF_ERR_PLUGIN && strstr(err.msg, "cannot run here") && cpu[0] && strcmp(cpu, config) != 0)
-            snprintf(err.msg + len, sizeof err.msg - len, "; on this machine run %.300s instead", cpu);
+        if (err.code == TF_ERR_PLUGIN && strstr(err.msg, "cannot run here")) tf_launch_hint_cpu_config(config, &err);
         rc = tf_cli_fail(&err);
         goto out;
     }
     if (dry_run) {
-        const char *extra = plan.comm.mpirun_args ? plan.comm.mpirun_args : "";
-        bool hosts = strstr(extra, "--host") || strstr(extra, "-H ") || strstr(extra, "hostfile");
-        if ((!hosts && tf_launch_check_devices(&plan, plan.comm.world_size, &err)) ||
-            tf_plan_check_precision(&plan, &err)) {
+        if (tf_launch_check_devices(&plan, &err) || tf_plan_check_precision(&plan, &err)) {
             rc = tf_cli_fail(&err);
             tf_plan_free(&plan);
             goto out;

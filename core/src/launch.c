@@ -90,10 +90,12 @@ static void set_worker_logging(int rank, int world)
 
 /* --- hints and checks before any work ---------------------------------------- */
 
-void tf_launch_suggest_cpu_config(const char *config_file, char *out, size_t n)
+/* A config in the same folder as config_file that runs on the CPU (the
+ * comparison's cpu_*.cfg, else quickstart.cfg), into out[n]; "" for none. */
+static void suggest_cpu_config(const char *config_file, char *out, size_t n)
 {
-    if (n) out[0] = '\0';
-    if (!config_file || !n) return;
+    out[0] = '\0';
+    if (!config_file) return;
     char dir[PATH_MAX];
     const char *slash = strrchr(config_file, '/');
     if (slash)
@@ -102,7 +104,6 @@ void tf_launch_suggest_cpu_config(const char *config_file, char *out, size_t n)
         snprintf(dir, sizeof dir, ".");
     DIR *d = opendir(dir[0] ? dir : "/");
     if (!d) return;
-    /* the CPU variants of the comparison, named cpu_*.cfg, then the quickstart */
     char best[256] = "";
     struct dirent *de;
     while ((de = readdir(d))) {
@@ -118,8 +119,25 @@ void tf_launch_suggest_cpu_config(const char *config_file, char *out, size_t n)
     if (best[0]) snprintf(out, n, "%s/%s", slash ? dir : ".", best);
 }
 
+void tf_launch_hint_cpu_config(const char *config_file, tf_error *err)
+{
+    char cpu[1024];
+    suggest_cpu_config(config_file, cpu, sizeof cpu);
+    if (!err || !cpu[0] || (config_file && strcmp(cpu, config_file) == 0)) return;
+    size_t len = strlen(err->msg);
+    snprintf(err->msg + len, sizeof err->msg - len, "; on this machine run %.300s instead", cpu);
+}
+
+/* comm.mpirun_args places ranks on other machines: this one's device count
+ * says nothing about them. */
+static bool mpirun_names_hosts(const tf_plan *plan)
+{
+    const char *extra = plan->comm.mpirun_args ? plan->comm.mpirun_args : "";
+    return strstr(extra, "--host") || strstr(extra, "-H ") || strstr(extra, "hostfile");
+}
+
 /* The backend must have a device for each worker on this machine. */
-tf_status tf_launch_check_devices(const tf_plan *plan, int needed, tf_error *err)
+static tf_status check_devices(const tf_plan *plan, int needed, tf_error *err)
 {
     const tf_loaded_plugin *bp = plan->plugin[TF_KIND_BACKEND];
     const tf_backend_vtable *bvt = bp->desc->vtable;
@@ -127,16 +145,28 @@ tf_status tf_launch_check_devices(const tf_plan *plan, int needed, tf_error *err
     char why[256] = "";
     int have = bvt->device_count(why, sizeof why);
     if (have < 0 || have >= needed) return TF_OK;
-    char hint[512] = "", cpu[PATH_MAX];
-    tf_launch_suggest_cpu_config(plan->config_file, cpu, sizeof cpu);
-    if (cpu[0]) snprintf(hint, sizeof hint, "; on this machine run %.400s instead", cpu);
     const char *where = plan->config_file ? plan->config_file : "the config";
     if (have == 0)
-        return tf_error_set(err, TF_ERR_CONFIG, "%s: %d worker%s need%s %d %s device%s, and this machine has none%s%s%s%s",
-                            where, needed, needed == 1 ? "" : "s", needed == 1 ? "s" : "", needed, bp->desc->name,
-                            needed == 1 ? "" : "s", why[0] ? " (" : "", why, why[0] ? ")" : "", hint);
-    return tf_error_set(err, TF_ERR_CONFIG, "%s: comm.world_size %d needs %d %s devices on this machine, but it has %d%s",
-                        where, plan->comm.world_size, needed, bp->desc->name, have, hint);
+        tf_error_set(err, TF_ERR_CONFIG, "%s: %d worker%s need%s %d %s device%s, and this machine has none%s%s%s",
+                     where, needed, needed == 1 ? "" : "s", needed == 1 ? "s" : "", needed, bp->desc->name,
+                     needed == 1 ? "" : "s", why[0] ? " (" : "", why, why[0] ? ")" : "");
+    else
+        tf_error_set(err, TF_ERR_CONFIG, "%s: comm.world_size %d needs %d %s devices on this machine, but it has %d",
+                     where, plan->comm.world_size, needed, bp->desc->name, have);
+    tf_launch_hint_cpu_config(plan->config_file, err);
+    return TF_ERR_CONFIG;
+}
+
+tf_status tf_launch_check_devices(const tf_plan *plan, tf_error *err)
+{
+    const tf_loaded_plugin *cp = plan->plugin[TF_KIND_COMM];
+    if (!cp) return check_devices(plan, 1, err);
+    external_env e;
+    read_external_env(&e);
+    if (e.found && e.size > 1) return check_devices(plan, e.local_size, err);
+    const tf_comm_vtable *cvt = cp->desc->vtable;
+    if (cvt->launch_mode() == TF_LAUNCH_EXTERNAL && mpirun_names_hosts(plan)) return TF_OK;
+    return check_devices(plan, plan->comm.world_size, err);
 }
 
 /* --- one worker in this process ---------------------------------------------- */
@@ -477,8 +507,7 @@ static tf_status relaunch_under_mpirun(const tf_plan *plan, int world, int argc,
     if (geteuid() == 0) args[k++] = "--allow-run-as-root"; /* containers and CI run as root */
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     const char *extra = plan->comm.mpirun_args ? plan->comm.mpirun_args : "";
-    bool hosts = strstr(extra, "--host") || strstr(extra, "-H ") || strstr(extra, "hostfile");
-    if (!hosts && cores > 0 && world > cores) args[k++] = "--oversubscribe";
+    if (!mpirun_names_hosts(plan) && cores > 0 && world > cores) args[k++] = "--oversubscribe";
     /* each rank runs a team of threads (the cores shared out), so no binding to one core */
     if (!strstr(extra, "--bind-to")) {
         args[k++] = "--bind-to";
@@ -538,58 +567,46 @@ tf_status tf_launch_train(const tf_plan *plan, int argc, char **argv, tf_error *
     const tf_loaded_plugin *cp = plan->plugin[TF_KIND_COMM];
     const tf_comm_vtable *cvt = cp ? cp->desc->vtable : NULL;
     int world = plan->comm.world_size;
-    if (getenv(ENV_RANK)) return run_started_worker(plan, cvt, err);
+    if (getenv(ENV_RANK)) return run_started_worker(plan, cvt, err); /* its launcher checked */
 
     external_env e;
     read_external_env(&e);
-    if (!cvt) {
-        if (e.found && e.size > 1)
-            return tf_error_set(err, TF_ERR_CONFIG,
-                                "%s: started as rank %d of %d by %s, but the config has no comm section: every rank "
-                                "would train alone into the same output_dir (add comm = { plugin = \"mpi\"; "
-                                "world_size = %d; })",
-                                plan->config_file, e.rank, e.size, e.source, e.size);
-        tf_status st = tf_launch_check_devices(plan, 1, err);
-        if (st) return st;
-        tf_worker w = tf_worker_single();
-        return tf_train(plan, &w, err);
-    }
-    tf_launch_mode mode = cvt->launch_mode();
+    bool external = e.found && e.size > 1;
+    tf_launch_mode mode = cvt ? cvt->launch_mode() : (tf_launch_mode)0;
     tf_section *cs = tf_config_section(plan->cfg, "comm");
-    if (e.found && e.size > 1) {
-        if (mode == TF_LAUNCH_THREADS)
-            return tf_error_set(err, TF_ERR_CONFIG,
-                                "%s: comm '%s' runs its workers as threads of one process; start tfcore once, not "
-                                "under %s",
-                                tf_cfg_where(cs, "plugin"), cp->desc->name, e.source);
-        if (e.size != world)
-            return tf_error_set(err, TF_ERR_CONFIG, "%s: %s started %d ranks, but comm.world_size is %d",
-                                tf_cfg_where(cs, "world_size"), e.source, e.size, world);
-        tf_status st = tf_launch_check_devices(plan, e.local_size, err);
-        if (st) return st;
+    if (external && !cvt)
+        return tf_error_set(err, TF_ERR_CONFIG,
+                            "%s: started as rank %d of %d by %s, but the config has no comm section: every rank "
+                            "would train alone into the same output_dir (add comm = { plugin = \"mpi\"; "
+                            "world_size = %d; })",
+                            plan->config_file, e.rank, e.size, e.source, e.size);
+    if (external && mode == TF_LAUNCH_THREADS)
+        return tf_error_set(err, TF_ERR_CONFIG,
+                            "%s: comm '%s' runs its workers as threads of one process; start tfcore once, not "
+                            "under %s",
+                            tf_cfg_where(cs, "plugin"), cp->desc->name, e.source);
+    if (external && e.size != world)
+        return tf_error_set(err, TF_ERR_CONFIG, "%s: %s started %d ranks, but comm.world_size is %d",
+                            tf_cfg_where(cs, "world_size"), e.source, e.size, world);
+    tf_status st = tf_launch_check_devices(plan, err);
+    if (st) return st;
+    if (!cvt) {
+        tf_worker w = tf_worker_single();
+        return run_one(plan, &w, err);
+    }
+    if (external) {
         tf_worker w = {e.rank, e.size, e.local_rank, e.local_size, TF_LAUNCH_EXTERNAL, cvt, NULL};
         return run_one(plan, &w, err);
     }
     switch (mode) {
-    case TF_LAUNCH_THREADS: {
-        tf_status st = tf_launch_check_devices(plan, world, err);
-        return st ? st : run_threads(plan, cvt, world, err);
-    }
-    case TF_LAUNCH_PROCESSES: {
-        tf_status st = tf_launch_check_devices(plan, world, err);
-        return st ? st : run_processes(plan, world, argc, argv, err);
-    }
-    case TF_LAUNCH_EXTERNAL: {
-        const char *extra = plan->comm.mpirun_args ? plan->comm.mpirun_args : "";
-        bool hosts = strstr(extra, "--host") || strstr(extra, "-H ") || strstr(extra, "hostfile");
-        tf_status st = hosts ? TF_OK : tf_launch_check_devices(plan, world, err);
-        if (st) return st;
+    case TF_LAUNCH_THREADS: return run_threads(plan, cvt, world, err);
+    case TF_LAUNCH_PROCESSES: return run_processes(plan, world, argc, argv, err);
+    case TF_LAUNCH_EXTERNAL:
         if (world == 1) { /* MPI starts a singleton without mpirun */
             tf_worker w = {0, 1, 0, 1, TF_LAUNCH_EXTERNAL, cvt, NULL};
             return run_one(plan, &w, err);
         }
         return relaunch_under_mpirun(plan, world, argc, argv, err);
-    }
     }
     return tf_error_set(err, TF_ERR_PLUGIN, "comm '%s' returned an unknown launch mode %d", cp->desc->name, (int)mode);
 }

@@ -23,13 +23,14 @@
  * that printed its own error before stopping the job). */
 tf_status tf_launch_train(const tf_plan *plan, int argc, char **argv, tf_error *err);
 
-/* Whether the backend has `needed` devices on this machine (a backend
- * without a device_count slot, or backend-cpu, always has); else one line
+/* Whether the backend has a device for each worker this job starts on this
+ * machine (a backend without a device_count slot, or backend-cpu, always
+ * has; ranks mpirun places on other hosts are not counted); else one line
  * naming the config, the counts and a CPU config that runs here. */
-tf_status tf_launch_check_devices(const tf_plan *plan, int needed, tf_error *err);
+tf_status tf_launch_check_devices(const tf_plan *plan, tf_error *err);
 
-/* A config in the same folder as config_file that runs on the CPU, e.g.
- * "conf/cpu_dp2.cfg", written into out[n] ("" when there is none). */
-void tf_launch_suggest_cpu_config(const char *config_file, char *out, size_t n);
+/* Append "; on this machine run conf/cpu_dp2.cfg instead" to err when a
+ * config of config_file's folder runs on the CPU (and is not config_file). */
+void tf_launch_hint_cpu_config(const char *config_file, tf_error *err);
 
 #endif

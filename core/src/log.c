@@ -11,10 +11,9 @@
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static int log_level = -1; /* -1: not yet read from $TFCORE_LOG */
 /* Per thread: the launcher names each worker thread (comm-dp-master's
- * replicas) with its own prefix and level; a forked worker inherits the
- * forking thread's. */
+ * replicas) with its own prefix; a forked worker inherits the forking
+ * thread's. */
 static _Thread_local char log_prefix[64];
-static _Thread_local int thread_level = -1; /* -1: use the process's level */
 
 static tf_log_level level_from_env(void)
 {
@@ -47,14 +46,10 @@ void tf_log_set_prefix(const char *prefix)
     snprintf(log_prefix, sizeof log_prefix, "%s", prefix ? prefix : "");
 }
 
-void tf_log_set_thread_level(int level)
-{
-    thread_level = level < 0 ? -1 : level;
-}
 
 void tf_log(tf_log_level level, const char *fmt, ...)
 {
-    if (level < (thread_level >= 0 ? (tf_log_level)thread_level : tf_log_get_level())) return;
+    if (level < tf_log_get_level()) return;
     static const char *tags[] = {"debug: ", "", "warning: ", "error: "};
     char line[2048];
     va_list ap;

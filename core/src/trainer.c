@@ -493,14 +493,3 @@ tf_status tf_trainer_run(tf_trainer *t, tf_error *err)
     if (!st) st = run_loop(t, err);
     return st;
 }
-
-tf_status tf_train(const tf_plan *plan, const tf_worker *w, tf_error *err)
-{
-    tf_trainer t;
-    tf_status st = tf_trainer_setup(&t, plan, w, err);
-    if (!st) st = tf_trainer_comm_init(&t, err);
-    if (!st) st = tf_trainer_run(&t, err);
-    if (st) tf_trainer_comm_abort(&t, err->msg);
-    tf_trainer_teardown(&t);
-    return st;
-}

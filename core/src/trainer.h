@@ -86,9 +86,4 @@ typedef struct tf_trainer {
     char *output_dir;
 } tf_trainer;
 
-/* Train as plan says, as worker w of its job (set up, connect to the other
- * workers, run, tear down). Rank 0 writes results.json, log.jsonl,
- * checkpoints and the final model under training.output_dir. */
-tf_status tf_train(const tf_plan *plan, const tf_worker *w, tf_error *err);
-
 #endif

@@ -32,9 +32,6 @@ tf_log_level tf_log_get_level(void);
  * NULL for none. Copied. (Per thread, so worker threads of one process each
  * carry their rank; a forked process keeps its forking thread's prefix.) */
 void tf_log_set_prefix(const char *prefix);
-/* The level threshold for the calling thread only (e.g. workers other than
- * rank 0 log warnings and errors only); -1 returns it to the process's. */
-void tf_log_set_thread_level(int level);
 
 #ifdef __cplusplus
 }
