@@ -121,7 +121,7 @@ static void suggest_cpu_config(const char *config_file, char *out, size_t n)
 
 void tf_launch_hint_cpu_config(const char *config_file, tf_error *err)
 {
-    char cpu[1024];
+    char cpu[PATH_MAX + 260]; /* a folder and a file name */
     suggest_cpu_config(config_file, cpu, sizeof cpu);
     if (!err || !cpu[0] || (config_file && strcmp(cpu, config_file) == 0)) return;
     size_t len = strlen(err->msg);
