@@ -13,6 +13,7 @@ core_libtfcore_la_SOURCES = \
 	core/src/rng.c \
 	core/src/adamw_check.c \
 	core/src/file_atomic.c \
+	core/src/file_read.c \
 	core/src/dataset_tokenizer.c \
 	core/src/lr_schedule.c core/src/lr_schedule.h \
 	core/src/sampler.c core/src/sampler.h \
@@ -34,6 +35,7 @@ pkginclude_HEADERS += \
 	core/include/tfcore/dtype.h \
 	core/include/tfcore/rng.h \
 	core/include/tfcore/file.h \
+	core/include/tfcore/file_read.h \
 	core/include/tfcore/plugin.h \
 	core/include/tfcore/config.h \
 	core/include/tfcore/batch.h \

@@ -149,7 +149,7 @@ START_TEST(missing_or_unreadable_config_file)
     FAILS(tf_config_load(&c, "/nonexistent/x.cfg", &err),
           "/nonexistent/x.cfg: cannot open config file: No such file or directory");
     char want[4200];
-    snprintf(want, sizeof want, "%s: is a directory, not a config file", data(NULL));
+    snprintf(want, sizeof want, "%s: not a regular file (directory)", data(NULL));
     FAILS(tf_config_load(&c, data(NULL), &err), want);
     FAILS(tf_config_load(&c, "", &err), "no config file given");
     /* a NUL byte: not a text file */

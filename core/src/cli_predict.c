@@ -19,6 +19,7 @@
 #include "cli.h"
 #include "plan.h"
 #include "tfcore/file.h"
+#include "tfcore/file_read.h"
 #include "tfcore/tokenizer.h"
 #include "trainer_internal.h"
 
@@ -295,8 +296,9 @@ static tf_status run_batch(predictor *p, pred_row *rows, int n, int S, FILE *out
 static tf_status predict_file(predictor *p, const char *in_path, const char *out_path, int B, int max_len,
                               tf_error *err)
 {
-    FILE *in = fopen(in_path, "r");
-    if (!in) return tf_error_set(err, TF_ERR_DATA, "cannot read %s: %s", in_path, strerror(errno));
+    FILE *in;
+    tf_status ost = tf_file_fopen_read(in_path, "input", TF_ERR_DATA, &in, err);
+    if (ost != TF_OK) return ost;
     /* collected in memory, then written atomically: a failed run leaves no partial output */
     char *text = NULL;
     size_t text_len = 0;

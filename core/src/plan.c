@@ -68,7 +68,7 @@ tf_status tf_plan_resolve(tf_plan *plan, const char *config_file, char *const *o
     const char *search = NULL;
     st = tf_cfg_string(tf_config_section(plan->cfg, "plugins"), "path", NULL, &search, err);
     if (st) goto fail;
-    if ((st = tf_registry_scan_default(&plan->reg, search, err))) goto fail;
+    if ((st = tf_registry_index_default(&plan->reg, search, err))) goto fail;
 
     /* The machine first (backend, then comm below): a GPU config on a machine
      * without one should hear that before anything about its model or data. */

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "tfcore/file.h"
+#include "tfcore/file_read.h"
 #include "tfcore/log.h"
 #include "tfcore/safetensors.h"
 #include "trainer_internal.h"
@@ -212,8 +213,14 @@ static tf_status load_state(tf_trainer *t, const char *dir, tf_error *err)
     char path[8400];
     snprintf(path, sizeof path, "%s/%s", dir, STATE_FILE);
     json_error_t je;
-    json_t *o = json_load_file(path, 0, &je);
-    if (!o) return tf_error_set(err, TF_ERR_DATA, "%s:%d:%d: %s", path, je.line, je.column, je.text);
+    FILE *f;
+    tf_status fst = tf_file_fopen_read(path, "trainer state", TF_ERR_DATA, &f, err);
+    if (fst != TF_OK) return fst;
+    json_t *o = json_loadf(f, 0, &je);
+    fclose(f);
+    if (!o && je.line > 0)
+        return tf_error_set(err, TF_ERR_DATA, "%s:%d:%d: %s", path, je.line, je.column, je.text);
+    if (!o) return tf_error_set(err, TF_ERR_DATA, "%s: %s", path, je.text);
     json_int_t gs = -1, ms = -1, sk = 0, np = -1, sgood = 0, sskip = 0;
     double loss = 0, scale = 1;
     if (json_unpack_ex(o, &je, 0, "{s:I, s:I, s:F, s:I, s:I, s:{s:F, s:I, s:I}}", "global_step", &gs, "micro_step",

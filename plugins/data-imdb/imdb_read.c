@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "imdb_read.h"
+#include "tfcore/file_read.h"
 
 /* ---- the result arrays ------------------------------------------------------ */
 
@@ -120,15 +121,12 @@ static size_t utf8_check(const unsigned char *s, size_t len, int *nul)
 /* The whole file in one malloc (NUL-terminated); NULL with err filled. */
 static char *read_file(const char *path, size_t *len, tf_error *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        tf_error_set(err, TF_ERR_DATA, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
+    FILE *f;
+    if (tf_file_fopen_read(path, NULL, TF_ERR_DATA, &f, err) != TF_OK) return NULL;
     struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (fstat(fileno(f), &st) != 0) {
         fclose(f);
-        tf_error_set(err, TF_ERR_DATA, "%s: not a regular file", path);
+        tf_error_set(err, TF_ERR_DATA, "%s: cannot stat: %s", path, strerror(errno));
         return NULL;
     }
     size_t size = (size_t)st.st_size;

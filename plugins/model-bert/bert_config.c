@@ -197,7 +197,11 @@ static tf_status read_config_json(bert_config *c, char ***labels, int *json_labe
     char path[BERT_PATH_MAX + 16];
     snprintf(path, sizeof path, "%s/config.json", c->pretrained);
     json_error_t jerr;
-    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+    FILE *f;
+    tf_status fst = tf_file_fopen_read(path, "model config", TF_ERR_DATA, &f, err);
+    if (fst != TF_OK) return fst;
+    json_t *root = json_loadf(f, JSON_REJECT_DUPLICATES, &jerr);
+    fclose(f);
     if (!root) {
         if (jerr.line <= 0) /* the file itself: missing or unreadable */
             return tf_error_set(err, TF_ERR_DATA, "%s: %s", path, jerr.text);
