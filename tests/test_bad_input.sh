@@ -85,6 +85,29 @@ printf '\357\273\277' >"$tmp/bom.cfg"
 cat "$tmp/tiny.cfg" >>"$tmp/bom.cfg"
 $T "$tfcore" -c "$tmp/bom.cfg" --dry-run >"$tmp/out" 2>&1 && ok || { bad "config with a BOM"; tail -2 "$tmp/out"; }
 
+# --- 13. stdout that cannot be written: exit 1 and one line, never exit 0 ---
+full() { # CMD...: output to /dev/full; one error line (besides warnings)
+    $T "$@" >/dev/full 2>"$tmp/err"
+    rc=$?
+    if [ "$rc" -eq 1 ] && [ "$(grep -cv "warning:" "$tmp/err")" -eq 1 ] \
+        && grep -Eq "^tfcore.*(standard output|stdout|writing the result)" "$tmp/err"; then ok; else
+        bad "$* >/dev/full -> exit $rc (want 1), stderr:"; sed 's/^/    /' "$tmp/err" | head -5
+    fi
+}
+if [ -w /dev/full ]; then
+    full "$tfcore" --help
+    full "$tfcore" --version
+    full "$tfcore" plugins
+    full "$tfcore" plugins --json
+    full "$tfcore" -c "$tmp/tiny.cfg" --dry-run
+    echo hello | full "$tfcore" tokenize --vocab "$vocab"
+    full "$tfcore" squad-eval "$top_srcdir/tests/data/squad/mini-v1.1.json" "$top_srcdir/tests/data/squad/mini-v1.1.pred.json"
+    full "$tfcore" report "$top_srcdir/tests/data/report/1gpu" "$top_srcdir/tests/data/report/ddp2"
+fi
+# a closed stdout with nothing to write is not an error (GNU close_stdout's rule)
+$T "$tfcore" -c "$tmp/tiny.cfg" --dry-run -o training.seed=x >&- 2>/dev/null
+[ $? -eq 3 ] && ok || bad "closed stdout changed a config error's exit code"
+
 # a short run gives a checkpoint and a model folder to break
 if $T "$tfcore" -c "$tmp/tiny.cfg" >"$tmp/run.out" 2>&1 && [ -s "$tmp/run/checkpoint-2/trainer_state.json" ]; then ok; else
     bad "the tiny run"; tail -3 "$tmp/run.out"; fi
