@@ -20,7 +20,8 @@ core_libtfcore_la_SOURCES = \
 	core/src/trainer.c core/src/trainer.h core/src/trainer_internal.h \
 	core/src/trainer_eval.c \
 	core/src/trainer_checkpoint.c \
-	core/src/run_output.c
+	core/src/run_output.c \
+	core/src/run_log_resume.c
 core_libtfcore_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/core/src \
 	-DTF_PLUGIN_DIR='"$(plugindir)"' -DTF_BUILD_ROOT='"$(abs_top_builddir)"' \
 	$(LIBCONFIG_CFLAGS) $(JANSSON_CFLAGS) $(UTF8PROC_CFLAGS)

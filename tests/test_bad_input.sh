@@ -131,12 +131,53 @@ expect 5 "ck/model.safetensors: not a regular file \(fifo\)" "$tfcore" -c "$tmp/
     -o training.output_dir="$tmp/r2" -o training.resume_from_checkpoint="$tmp/ck" -o training.max_steps=3
 expect 5 "fifo: not a regular file \(fifo\)" "$tfcore" predict -c "$tmp/tiny.cfg" --model "$tmp/run" \
     --input "$tmp/fifo" --output "$tmp/p.jsonl"
+# 15: "last" ignores a checkpoint-N whose N overflows (no run reaches it)
+cp -r "$tmp/run" "$tmp/r5"
+mkdir "$tmp/r5/checkpoint-99999999999999999999"
+$T "$tfcore" -c "$tmp/tiny.cfg" -o training.output_dir="$tmp/r5" -o training.resume_from_checkpoint=last \
+    -o training.max_steps=2 >"$tmp/out" 2>&1 && grep -q "resumed from .*r5/checkpoint-2 at step 2" "$tmp/out" \
+    && ok || { bad "resume from last beside checkpoint-99999999999999999999"; tail -2 "$tmp/out"; }
+# 15: a resumed run drops the log lines past its checkpoint: each step once
+$T "$tfcore" -c "$tmp/tiny.cfg" -o training.output_dir="$tmp/r6" -o training.max_steps=4 >"$tmp/out" 2>&1 \
+    && $T "$tfcore" -c "$tmp/tiny.cfg" -o training.output_dir="$tmp/r6" -o training.max_steps=4 \
+        -o training.resume_from_checkpoint="$tmp/r6/checkpoint-2" >"$tmp/out" 2>&1 \
+    && python3 - "$tmp/r6/log.jsonl" <<'PY' && ok || { bad "log.jsonl after a resume"; tail -3 "$tmp/out"; cat "$tmp/r6/log.jsonl"; }
+import json, sys
+steps = [json.loads(l)["step"] for l in open(sys.argv[1]) if "loss" in json.loads(l)]
+assert steps == [1, 2, 3, 4], steps
+PY
+# 15: an error inside the model (a token type outside its table) names the input line
+printf '{"input_ids": [101, 5, 102]}\n{"input_ids": [101, 5, 102], "token_type_ids": [0, 7, 0]}\n' >"$tmp/tt.jsonl"
+expect 5 "tt.jsonl:2: .*id 7 .*outside \[0, 2\)" "$tfcore" predict -c "$tmp/tiny.cfg" --model "$tmp/run" \
+    --input "$tmp/tt.jsonl" --output "$tmp/p.jsonl"
+
 mkdir "$tmp/plug"
 mkfifo "$tmp/plug/tfcore-model-pipe.so"
 expect 4 "tfcore-model-pipe.so: not a regular file \(fifo\)" "$tfcore" -c "$tmp/tiny.cfg" --dry-run \
     -o plugins.path="$tmp/plug" -o model.plugin=pipe
 $T "$tfcore" plugins --path "$tmp/plug" >"$tmp/out" 2>&1 && grep -q "tfcore-model-pipe.so: not a regular file (fifo)" "$tmp/out" \
     && ok || bad "plugins with a FIFO candidate"
+
+# --- 15. small ones ---
+long=0.$(printf '1%.0s' $(seq 120))
+$T "$tfcore" -c "$tmp/tiny.cfg" --dry-run -o training.learning_rate="$long" >"$tmp/out" 2>&1 \
+    && grep -q "learning_rate = 0.111111" "$tmp/out" && ok || { bad "a 120-digit float in -o"; tail -1 "$tmp/out"; }
+$T "$tfcore" -c "$tmp/tiny.cfg" --dry-run -o training.logging_steps=0.5 >"$tmp/out" 2>&1 \
+    && grep -q "logging_steps = 0.5" "$tmp/out" && ok || { bad "-o logging_steps=0.5 over an int"; tail -1 "$tmp/out"; }
+expect 3 "training.seed must be an integer, got float 0.5" "$tfcore" -c "$tmp/tiny.cfg" --dry-run -o training.seed=0.5
+expect 3 "training.learning_rate must be in \[0, 3.40282.*e\+38\], got 1e\+308" "$tfcore" -c "$tmp/tiny.cfg" \
+    --dry-run -o training.learning_rate=1e308
+expect 2 "tfcore bench: --steps needs an integer in \[1, 1000000\], got '99999999999999999999'" \
+    "$tfcore" bench -c "$tmp/tiny.cfg" --steps 99999999999999999999
+expect 3 "model.hidden_size=65536: this model has [0-9.]*e\+12 parameters .*more than this machine's memory" \
+    "$tfcore" -c "$tmp/tiny.cfg" --dry-run -o model.hidden_size=65536 -o model.num_hidden_layers=256 \
+    -o model.num_attention_heads=1 -o model.intermediate_size=4096
+mkdir -p "$tmp/pre2/config.json"
+sed "s|$tmp/pre\"|$tmp/pre2\"|" "$tmp/d4.cfg" >"$tmp/d6.cfg"
+expect 5 "pre2/config.json: not a regular file \(directory\)" "$tfcore" -c "$tmp/d6.cfg" --dry-run
+TFCORE_LOG=garbage $T "$tfcore" --version >/dev/null 2>"$tmp/err"
+grep -q "^tfcore: warning: TFCORE_LOG='garbage' is not a log level (debug, info, warn, error, quiet)" "$tmp/err" \
+    && ok || { bad "TFCORE_LOG=garbage"; cat "$tmp/err"; }
 
 # --- 16. plugins that end the process while loading (a constructor calling
 #     exit(0), an entry following a bad pointer) on the plugin path: a command

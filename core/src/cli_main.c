@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "tfcore/config.h"
+#include "tfcore/log.h"
 #include "tfcore/plugin.h"
 
 #ifndef PACKAGE_VERSION
@@ -104,6 +105,7 @@ int main(int argc, char **argv) { return finish_stdout(run(argc, argv)); }
 
 static int run(int argc, char **argv)
 {
+    tf_log_get_level(); /* reads $TFCORE_LOG now: a bad value is warned about whatever the verb logs */
     if (argc < 2) {
         print_help(stderr);
         return TF_ERR_USAGE;

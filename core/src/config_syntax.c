@@ -158,13 +158,16 @@ bool cfgi_valid_name(const char *s, size_t len)
  * the type libconfig gives it? */
 static bool integer_token_fits(const char *tok, size_t len)
 {
+    size_t sign = len > 0 && (tok[0] == '-' || tok[0] == '+');
+    bool hex = len >= sign + 2 && tok[sign] == '0' && (tok[sign + 1] == 'x' || tok[sign + 1] == 'X');
+    if (!hex)
+        for (size_t i = sign; i < len; i++)
+            if (tok[i] == '.' || tok[i] == 'e' || tok[i] == 'E') return true; /* a float, any length */
     char buf[96];
     if (len >= sizeof buf) return false; /* far more digits than any 64-bit int */
     memcpy(buf, tok, len);
     buf[len] = '\0';
-    const char *body = buf + (buf[0] == '-' || buf[0] == '+');
-    bool hex = body[0] == '0' && (body[1] == 'x' || body[1] == 'X');
-    if (!hex && strpbrk(body, ".eE")) return true; /* a float */
+    const char *body = buf + sign;
     size_t blen = strlen(buf);
     bool is64 = false;
     while (blen > 0 && (buf[blen - 1] == 'L' || buf[blen - 1] == 'l')) {

@@ -112,8 +112,10 @@ static size_t list_checkpoints(const char *dir, long long **steps)
     while ((e = readdir(d))) {
         char *end;
         if (strncmp(e->d_name, "checkpoint-", 11) != 0) continue;
+        if (e->d_name[11] < '0' || e->d_name[11] > '9') continue; /* no sign, no space */
+        errno = 0;
         long long s = strtoll(e->d_name + 11, &end, 10);
-        if (*end || end == e->d_name + 11) continue; /* checkpoint-N.tmp and the like */
+        if (*end || errno == ERANGE) continue; /* checkpoint-N.tmp, a step no run reaches */
         if (n == cap) {
             long long *g = realloc(*steps, (cap = cap ? 2 * cap : 8) * sizeof *g);
             if (!g) break;
