@@ -20,6 +20,7 @@ core_libtfcore_la_SOURCES = \
 	core/src/trainer.c core/src/trainer.h core/src/trainer_internal.h \
 	core/src/trainer_eval.c \
 	core/src/trainer_checkpoint.c \
+	core/src/trainer_state.c core/src/trainer_state.h \
 	core/src/run_output.c \
 	core/src/run_log_resume.c
 core_libtfcore_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/core/src \
