@@ -17,7 +17,9 @@ extern "C" {
 /* Open `path` read-only (O_CLOEXEC) as a regular file: the open itself is
  * non-blocking (a FIFO with no writer would otherwise block in open or in the
  * first read), the type is checked with fstat before anything is read, and
- * O_NONBLOCK is cleared again. On failure *fd is -1 and err says
+ * O_NONBLOCK is cleared again. Symbolic links are followed (the Hugging Face
+ * cache's model folders are links to blobs); the file they name must be
+ * regular. On failure *fd is -1 and err says
  * "PATH: cannot open WHAT: <reason>" ("PATH: cannot open: <reason>" when
  * what is NULL) or "PATH: not a regular file (fifo)"
  * (directory, fifo, socket, character device, block device), with `code`. */
