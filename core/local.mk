@@ -13,13 +13,16 @@ core_libtfcore_la_SOURCES = \
 	core/src/rng.c \
 	core/src/adamw_check.c \
 	core/src/file_atomic.c \
+	core/src/file_read.c \
 	core/src/dataset_tokenizer.c \
 	core/src/lr_schedule.c core/src/lr_schedule.h \
 	core/src/sampler.c core/src/sampler.h \
 	core/src/trainer.c core/src/trainer.h core/src/trainer_internal.h \
 	core/src/trainer_eval.c \
 	core/src/trainer_checkpoint.c \
-	core/src/run_output.c
+	core/src/trainer_state.c core/src/trainer_state.h \
+	core/src/run_output.c \
+	core/src/run_log_resume.c
 core_libtfcore_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/core/src \
 	-DTF_PLUGIN_DIR='"$(plugindir)"' -DTF_BUILD_ROOT='"$(abs_top_builddir)"' \
 	$(LIBCONFIG_CFLAGS) $(JANSSON_CFLAGS) $(UTF8PROC_CFLAGS)
@@ -34,6 +37,7 @@ pkginclude_HEADERS += \
 	core/include/tfcore/dtype.h \
 	core/include/tfcore/rng.h \
 	core/include/tfcore/file.h \
+	core/include/tfcore/file_read.h \
 	core/include/tfcore/plugin.h \
 	core/include/tfcore/config.h \
 	core/include/tfcore/batch.h \

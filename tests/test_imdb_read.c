@@ -93,13 +93,20 @@ START_TEST(folder_errors)
     ck_assert_ptr_nonnull(strstr(err.msg, "/neg: cannot open"));
     ck_assert_uint_eq(d.n, 0);
 
-    /* missing pos/ */
+    /* an empty class folder: an error naming it, not a run on the other class alone */
     snprintf(dir, sizeof dir, "%s/neg", tmpdir);
     mkdir_p(dir);
     ck_assert_int_eq(tf_imdb_read_folder(tmpdir, &d, &err), TF_ERR_DATA);
+    ck_assert_ptr_nonnull(strstr(err.msg, "/neg: no <id>_<rating>.txt reviews in this folder"));
+
+    /* missing pos/ */
+    char keep[512];
+    snprintf(keep, sizeof keep, "%s/neg/5_1.txt", tmpdir);
+    write_file(keep, "fine", 4);
+    ck_assert_int_eq(tf_imdb_read_folder(tmpdir, &d, &err), TF_ERR_DATA);
     ck_assert_ptr_nonnull(strstr(err.msg, "/pos: cannot open"));
 
-    /* both empty (hidden and non-.txt files ignored) */
+    /* pos/ empty (hidden and non-.txt files ignored) */
     snprintf(dir, sizeof dir, "%s/pos", tmpdir);
     mkdir_p(dir);
     snprintf(path, sizeof path, "%s/pos/.hidden.txt", tmpdir);
@@ -107,7 +114,7 @@ START_TEST(folder_errors)
     snprintf(path, sizeof path, "%s/pos/notes.md", tmpdir);
     write_file(path, "x", 1);
     ck_assert_int_eq(tf_imdb_read_folder(tmpdir, &d, &err), TF_ERR_DATA);
-    ck_assert_ptr_nonnull(strstr(err.msg, "no reviews (empty dataset)"));
+    ck_assert_ptr_nonnull(strstr(err.msg, "/pos: no <id>_<rating>.txt reviews in this folder"));
 
     /* a .txt whose name is not <id>_<rating>.txt */
     snprintf(path, sizeof path, "%s/pos/review.txt", tmpdir);
@@ -123,6 +130,7 @@ START_TEST(folder_errors)
     write_file(path, "x", 1);
     ck_assert_int_eq(tf_imdb_read_folder(tmpdir, &d, &err), TF_ERR_DATA);
     unlink(path);
+    unlink(keep);
 
     /* invalid UTF-8 names the file and the byte */
     snprintf(path, sizeof path, "%s/neg/1_1.txt", tmpdir);
@@ -323,6 +331,10 @@ START_TEST(jsonl_errors)
                       err.msg, cases[i].msg);
         ck_assert_uint_eq(d.n, 0);
     }
+    /* a raw NUL byte: named with line and column, not "end of file expected" */
+    static const char raw_nul[] = "{\"text\": \"a\", \"label\": 1}\n{\"text\": \"b\", \"label\": 0}\0\n";
+    ck_assert_int_eq(tf_imdb_parse_jsonl(raw_nul, sizeof raw_nul - 1, "r.jsonl", &d, &err), TF_ERR_DATA);
+    ck_assert_msg(strstr(err.msg, "r.jsonl:2:26: NUL byte; a JSONL line is text") != NULL, "got '%s'", err.msg);
 }
 END_TEST
 

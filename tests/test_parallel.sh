@@ -204,5 +204,46 @@ if [ $have_shm = 1 ]; then
     kill_test kill_shm "worker rank 1 was killed by signal 9 \(Killed\); the other worker was stopped"
 fi
 
+# --- 6. what mpirun can start, and no rank without its launcher -------------------
+if [ $have_mpi = 1 ]; then
+    # more ranks than this machine can run: one config line before anything starts
+    cfg big 8 1 "$(mpi 1000)"
+    "$tfcore" -c "$tmp/big.cfg" --dry-run >"$tmp/big.out" 2>&1
+    rc=$?
+    [ $rc -eq 3 ] && grep -q "comm.world_size 1000: mpirun would start every rank on this machine" "$tmp/big.out" \
+        && ok || { bad "world_size 1000: exit $rc"; tail -n 2 "$tmp/big.out"; }
+    # ranks that never report their start (their reports go nowhere here): mpirun
+    # is stopped after comm.mpirun_start_timeout, with its ranks
+    STEPS=100000 cfg nostart 8 1 'comm = { plugin = "mpi"; world_size = 2; mpirun_start_timeout = 2.0;
+        mpirun_args = "-x TFCORE_MPI_READY_FILE=/dev/null"; };'
+    t0=$(date +%s)
+    timeout 60 "$tfcore" -c "$tmp/nostart.cfg" >"$tmp/nostart.out" 2>&1
+    rc=$?
+    t1=$(date +%s)
+    sleep 0.5
+    left=$(pgrep -f "$tmp/nostart.cfg" | tr '\n' ' ')
+    [ $rc -eq 1 ] && [ $((t1 - t0)) -le 20 ] && [ -z "$left" ] \
+        && grep -q "mpirun started 0 of 2 ranks in 2 s (comm.mpirun_start_timeout); it was stopped" "$tmp/nostart.out" \
+        && ok || { bad "start timeout: rc $rc after $((t1 - t0)) s, left '$left'"; tail -n 3 "$tmp/nostart.out"; }
+    # a wedged mpirun (stopped) cannot stop its ranks when the launcher is
+    # SIGKILLed: the ranks watch the launcher and end themselves
+    STEPS=100000 cfg orphan 8 1 "$(mpi 2)"
+    "$tfcore" -c "$tmp/orphan.cfg" >"$tmp/orphan.out" 2>&1 &
+    job=$!
+    i=0
+    while [ $i -lt 300 ] && ! grep -q "'loss'" "$tmp/orphan.out" 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
+    mpirun_pid=$(pgrep -P $job)
+    kill -STOP $mpirun_pid
+    kill -9 $job
+    wait $job 2>/dev/null
+    ranks() { pgrep -f "$tmp/orphan.cfg" | grep -vx "$mpirun_pid" | tr '\n' ' '; }
+    i=0
+    while [ $i -lt 100 ] && [ -n "$(ranks)" ]; do sleep 0.1; i=$((i + 1)); done
+    left=$(ranks)
+    kill -9 $mpirun_pid 2>/dev/null # (the stopped mpirun cannot forward the ranks' last words)
+    [ -n "$mpirun_pid" ] && [ -z "$left" ] \
+        && ok || { bad "ranks left 10 s after their launcher was killed (mpirun $mpirun_pid stopped): '$left'"; }
+fi
+
 echo "test_parallel: $pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]

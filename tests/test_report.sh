@@ -177,7 +177,7 @@ bad_run '{"train_runtime": 9, "tfcore": {"config": 7}}' ": tfcore.config must be
 bad_run '{"train_runtime": 9, "tfcore": {"comm": false}}' ": tfcore.comm must be a string, got false"
 bad_run '{"train_runtime": 9, "tfcore": {"precision": {}}}' ": tfcore.precision must be a string, got an object"
 mkdir -p "$tmp/dir/results.json"
-fails 5 "tfcore report: $tmp/dir/results.json: is a folder, not a file" "$tmp/dir" --svg "$tmp/c.svg"
+fails 5 "tfcore report: $tmp/dir/results.json: not a regular file (directory)" "$tmp/dir" --svg "$tmp/c.svg"
 
 # a minimal run (train_runtime only) is fine: everything else "—"
 mkdir -p "$tmp/min"

@@ -212,7 +212,10 @@ END_TEST
 START_TEST(range_errors)
 {
     ck_assert_str_eq(fails("training = {\n learning_rate = -1;\n};"),
-                     "conf/t.cfg:2: training.learning_rate must be in [0, inf], got -1");
+                     "conf/t.cfg:2: training.learning_rate must be in [0, 3.4028234663852886e+38], got -1");
+    /* the optimizer takes lr as a float: beyond FLT_MAX is a config error, not inf at step 1 */
+    ck_assert_str_eq(fails("training = {\n learning_rate = 1e308;\n};"),
+                     "conf/t.cfg:2: training.learning_rate must be in [0, 3.4028234663852886e+38], got 1e+308");
     ck_assert_str_eq(fails("training = {\n per_device_train_batch_size = 0;\n};"),
                      "conf/t.cfg:2: training.per_device_train_batch_size must be in [1, inf], got 0");
     ck_assert_str_eq(fails("training = {\n per_device_eval_batch_size = -8;\n};"),

@@ -3,6 +3,7 @@
  * after a warm-up, timed one by one; prints the median samples/s, the matmul
  * GFLOP/s of SPEC.md's FLOPs formula, and the peak memory. Nothing is written
  * to output_dir. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,10 @@
 #include "cli.h"
 #include "plan.h"
 #include "trainer_internal.h"
+
+/* A benchmark times steps, it does not train: a million is far beyond any
+ * useful median, and bounds the per-step timing array. */
+#define BENCH_MAX_STEPS 1000000
 
 static void usage(FILE *out)
 {
@@ -52,11 +57,19 @@ int tf_cli_bench(int argc, char **argv)
         } else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
             ov[nov++] = argv[++i];
         } else if (!strcmp(argv[i], "--steps") && i + 1 < argc) {
+            errno = 0;
             steps = strtol(argv[++i], &end, 10);
-            if (*end || steps < 1) { rc = tf_cli_usage_error("bench", "--steps needs a positive integer, got '%s'", argv[i]); goto out; }
+            if (*end || end == argv[i] || errno || steps < 1 || steps > BENCH_MAX_STEPS) {
+                rc = tf_cli_usage_error("bench", "--steps needs an integer in [1, %d], got '%s'", BENCH_MAX_STEPS, argv[i]);
+                goto out;
+            }
         } else if (!strcmp(argv[i], "--warmup") && i + 1 < argc) {
+            errno = 0;
             warmup = strtol(argv[++i], &end, 10);
-            if (*end || warmup < 0) { rc = tf_cli_usage_error("bench", "--warmup needs an integer >= 0, got '%s'", argv[i]); goto out; }
+            if (*end || end == argv[i] || errno || warmup < 0 || warmup > BENCH_MAX_STEPS) {
+                rc = tf_cli_usage_error("bench", "--warmup needs an integer in [0, %d], got '%s'", BENCH_MAX_STEPS, argv[i]);
+                goto out;
+            }
         } else if (!strcmp(argv[i], "--json")) {
             json = 1;
         } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {

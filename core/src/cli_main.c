@@ -1,10 +1,14 @@
 /* cli_main.c — `tfcore`: the verb dispatcher, --help and --version. */
+#include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdio_ext.h>
 #include <string.h>
 
 #include "cli.h"
 #include "tfcore/config.h"
+#include "tfcore/log.h"
 #include "tfcore/plugin.h"
 
 #ifndef PACKAGE_VERSION
@@ -73,8 +77,35 @@ int tf_cli_usage_error(const char *verb, const char *fmt, ...)
     return TF_ERR_USAGE;
 }
 
-int main(int argc, char **argv)
+/* Every verb's output goes to stdout through stdio, so a failed write (a
+ * full disk, /dev/full) shows only when the buffer is flushed: check it once
+ * here, on the way out. Closing an already closed stdout with nothing to
+ * write (`tfcore --dry-run >&-`) is not an error, as in GNU's close_stdout.
+ * A verb that failed already said why (some check their own writes). */
+static int finish_stdout(int rc)
 {
+    bool pending = __fpending(stdout) != 0;
+    bool failed_before = ferror(stdout) != 0;
+    errno = 0;
+    bool close_failed = fclose(stdout) != 0;
+    int e = errno;
+    if (rc == 0 && (failed_before || (close_failed && (pending || e != EBADF)))) {
+        if (e)
+            fprintf(stderr, "tfcore: cannot write the output to standard output: %s\n", strerror(e));
+        else
+            fprintf(stderr, "tfcore: cannot write the output to standard output: write error\n");
+        return TF_ERR_RUNTIME;
+    }
+    return rc;
+}
+
+static int run(int argc, char **argv);
+
+int main(int argc, char **argv) { return finish_stdout(run(argc, argv)); }
+
+static int run(int argc, char **argv)
+{
+    tf_log_get_level(); /* reads $TFCORE_LOG now: a bad value is warned about whatever the verb logs */
     if (argc < 2) {
         print_help(stderr);
         return TF_ERR_USAGE;

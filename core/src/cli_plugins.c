@@ -88,7 +88,11 @@ int tf_cli_plugins(int argc, char **argv)
     }
     tf_error err = {0};
     tf_registry *reg;
-    if (tf_registry_scan_default(&reg, path, &err)) return tf_cli_fail(&err);
+    if (tf_registry_index_default(&reg, path, &err)) return tf_cli_fail(&err);
+    if (tf_registry_load_all(reg, true, &err)) {
+        tf_registry_free(reg);
+        return tf_cli_fail(&err);
+    }
     int rc = json ? print_json(reg) : (print_text(reg), 0);
     tf_registry_free(reg);
     return rc;

@@ -19,6 +19,7 @@
 #include "cli.h"
 #include "plan.h"
 #include "tfcore/file.h"
+#include "tfcore/file_read.h"
 #include "tfcore/tokenizer.h"
 #include "trainer_internal.h"
 
@@ -47,6 +48,7 @@ typedef struct pred_row {
     int8_t *seq_ids;  /* NULL for id inputs */
     char *context;    /* text_pair (or text) for answers, NULL for id inputs */
     int ctx_seq;      /* which sequence id the answer may come from */
+    long line;        /* of the input file, for errors */
 } pred_row;
 
 static void row_free(pred_row *r)
@@ -292,11 +294,33 @@ static tf_status run_batch(predictor *p, pred_row *rows, int n, int S, FILE *out
     return TF_OK;
 }
 
+/* run_batch, and on failure the input line it is about: a model or backend
+ * error (an id outside an embedding table) names a row of the batch, not the
+ * file, so each row is run alone until the one that fails is found. */
+static tf_status run_batch_located(predictor *p, pred_row *rows, int n, int S, FILE *out, const char *in_path,
+                                   tf_error *err)
+{
+    tf_status st = run_batch(p, rows, n, S, out, err);
+    if (st == TF_OK || st == TF_ERR_RUNTIME) return st; /* out of memory, a device error: not the input's */
+    for (int i = 0; n > 1 && i < n; i++) {
+        tf_error one = {0};
+        tf_status s1 = run_batch(p, &rows[i], 1, S, out, &one);
+        if (s1 == TF_OK) continue;
+        if (err) *err = one;
+        tf_error_prefix(err, "%s:%ld", in_path, rows[i].line);
+        return s1;
+    }
+    if (n == 1) tf_error_prefix(err, "%s:%ld", in_path, rows[0].line);
+    else tf_error_prefix(err, "%s:%ld-%ld", in_path, rows[0].line, rows[n - 1].line);
+    return st;
+}
+
 static tf_status predict_file(predictor *p, const char *in_path, const char *out_path, int B, int max_len,
                               tf_error *err)
 {
-    FILE *in = fopen(in_path, "r");
-    if (!in) return tf_error_set(err, TF_ERR_DATA, "cannot read %s: %s", in_path, strerror(errno));
+    FILE *in;
+    tf_status ost = tf_file_fopen_read(in_path, "input", TF_ERR_DATA, &in, err);
+    if (ost != TF_OK) return ost;
     /* collected in memory, then written atomically: a failed run leaves no partial output */
     char *text = NULL;
     size_t text_len = 0;
@@ -337,19 +361,20 @@ static tf_status predict_file(predictor *p, const char *in_path, const char *out
             break;
         }
         st = parse_row(o, where, p->tok, max_len, p->info->vocab_size, &rows[nrows], &enc, err);
+        rows[nrows].line = lineno;
         json_decref(o);
         nrows++;
         if (!st && rows[nrows - 1].n > S)
             st = tf_error_set(err, TF_ERR_DATA, "%s: %d tokens, more than --max-length %d", where, rows[nrows - 1].n, S);
         if (!st && nrows == B) {
-            st = run_batch(p, rows, nrows, S, out, err);
+            st = run_batch_located(p, rows, nrows, S, out, in_path, err);
             count += nrows;
             for (int i = 0; i < nrows; i++) row_free(&rows[i]);
             nrows = 0;
         }
     }
     if (!st && nrows) {
-        st = run_batch(p, rows, nrows, S, out, err);
+        st = run_batch_located(p, rows, nrows, S, out, in_path, err);
         count += nrows;
     }
     for (int i = 0; rows && i < nrows; i++) row_free(&rows[i]);

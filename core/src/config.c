@@ -18,6 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "config_internal.h"
 
@@ -115,9 +118,9 @@ static tf_status parse_error(const tf_config *cfg, const char *text, tf_error *e
                                 where, line, inc, cfg->include_dir);
         if (named) {
             cfgi_file_display(cfg, inc, shown, sizeof shown);
-            FILE *f = fopen(shown, "r");
-            const char *why = f ? "" : strerror(errno);
-            if (f) fclose(f);
+            int fd = open(shown, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a FIFO must not block */
+            const char *why = fd >= 0 ? "" : strerror(errno);
+            if (fd >= 0) close(fd);
             return tf_error_set(err, TF_ERR_CONFIG, "%s:%d: cannot open include file '%s'%s%s",
                                 where, line, shown, *why ? ": " : "", why);
         }
@@ -150,6 +153,40 @@ static tf_status lint_error(const char *where, cfgi_lint_result r, int line, con
     return TF_OK;
 }
 
+/* libconfig 1.5 opens @include files with fopen and reads them in its flex
+ * scanner, which exits the process on a directory ("input in flex scanner
+ * failed") and blocks forever on a FIFO; it has no include hook
+ * (config_set_include_func is 1.7). So every @include that exists is checked
+ * to be a regular file first, nested ones too, down to libconfig's nesting
+ * limit; a missing one is left to libconfig, whose error parse_error words. */
+#define CFG_INCLUDE_DEPTH_MAX 10
+static tf_status check_includes(const tf_config *cfg, const char *text, const char *where,
+                                int depth, tf_error *err)
+{
+    const char *pos = text;
+    int line = 1;
+    char name[CFGI_LOC_MAX];
+    while (depth < CFG_INCLUDE_DEPTH_MAX && cfgi_next_include(&pos, &line, name, sizeof name)) {
+        char opened[2 * CFGI_LOC_MAX]; /* the path libconfig opens */
+        if (cfg->include_dir)
+            cfgi_format(opened, sizeof opened, "%s/%s", cfg->include_dir, name);
+        else
+            cfgi_format(opened, sizeof opened, "%s", name);
+        struct stat sb;
+        if (stat(opened, &sb) != 0) continue;
+        char *src;
+        tf_status st = cfgi_read_text_file(opened, &src, err);
+        if (st != TF_OK) {
+            tf_error_prefix(err, "%s:%d: @include \"%s\"", where, line, name);
+            return st;
+        }
+        st = check_includes(cfg, src, opened, depth + 1, err);
+        free(src);
+        if (st != TF_OK) return st;
+    }
+    return TF_OK;
+}
+
 /* Parse text into cfg->lc, with the checks libconfig 1.5 lacks (cfgi_lint)
  * on the text and on every file it included. */
 static tf_status cfg_parse(tf_config *cfg, const char *text, tf_error *err)
@@ -158,6 +195,8 @@ static tf_status cfg_parse(tf_config *cfg, const char *text, tf_error *err)
     char lit[80] = "";
     cfgi_lint_result r = cfgi_lint(text, false, &line, lit, sizeof lit);
     if (r != CFGI_LINT_OK) return lint_error(cfg->path, r, line, lit, err);
+    tf_status ist = check_includes(cfg, text, cfg->path, 0, err);
+    if (ist != TF_OK) return ist;
     if (!config_read_string(&cfg->lc, text)) return parse_error(cfg, text, err);
     r = cfgi_lint(text, true, &line, lit, sizeof lit);
     if (r != CFGI_LINT_OK) return lint_error(cfg->path, r, line, lit, err);

@@ -117,6 +117,12 @@ cfgi_lint_result cfgi_lint(const char *text, bool integers, int *line, char *lit
 /* The file named by the `@include "..."` on 1-based `line` of text. */
 bool cfgi_include_name_at(const char *text, int line, char *name, size_t n);
 
+/* The next `@include "NAME"` directive (at the start of a line, outside
+ * block comments, as libconfig's scanner sees it) at or after *pos in text:
+ * its name and 1-based line; *pos and *line advance past it. False at the
+ * end of the text. *line starts at 1. */
+bool cfgi_next_include(const char **pos, int *line, char *name, size_t n);
+
 /* Read a whole text file (at most CFGI_MAX_FILE_BYTES) into *out,
  * NUL-terminated, caller frees. Errors say "PATH: why" (TF_ERR_CONFIG). */
 tf_status cfgi_read_text_file(const char *path, char **out, tf_error *err);

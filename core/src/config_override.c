@@ -181,6 +181,14 @@ static int set_existing(config_setting_t *parent, config_setting_t **sp,
     }
     if (et == CONFIG_TYPE_FLOAT && n_int) /* int -> float: lossless for config values */
         return config_setting_set_float(s, (double)iv) ? 0 : -1;
+    if (e_int && nt == CONFIG_TYPE_FLOAT) {
+        /* A float over an int is what a file may say too (logging_steps = 0.5
+         * is a ratio); the key's reader decides whether it takes a float, as
+         * for a value written in the file. libconfig cannot change a type. */
+        s->type = CONFIG_TYPE_FLOAT;
+        s->value.fval = config_setting_get_float(v);
+        return 0;
+    }
     if (et != nt) return 1;
     switch (et) {
     case CONFIG_TYPE_FLOAT: return config_setting_set_float(s, config_setting_get_float(v)) ? 0 : -1;

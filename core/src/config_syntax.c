@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "config_internal.h"
+#include "tfcore/file_read.h"
 
 bool cfgi_reserve(void *arrp, size_t *cap, size_t need, size_t size)
 {
@@ -157,13 +158,16 @@ bool cfgi_valid_name(const char *s, size_t len)
  * the type libconfig gives it? */
 static bool integer_token_fits(const char *tok, size_t len)
 {
+    size_t sign = len > 0 && (tok[0] == '-' || tok[0] == '+');
+    bool hex = len >= sign + 2 && tok[sign] == '0' && (tok[sign + 1] == 'x' || tok[sign + 1] == 'X');
+    if (!hex)
+        for (size_t i = sign; i < len; i++)
+            if (tok[i] == '.' || tok[i] == 'e' || tok[i] == 'E') return true; /* a float, any length */
     char buf[96];
     if (len >= sizeof buf) return false; /* far more digits than any 64-bit int */
     memcpy(buf, tok, len);
     buf[len] = '\0';
-    const char *body = buf + (buf[0] == '-' || buf[0] == '+');
-    bool hex = body[0] == '0' && (body[1] == 'x' || body[1] == 'X');
-    if (!hex && strpbrk(body, ".eE")) return true; /* a float */
+    const char *body = buf + sign;
     size_t blen = strlen(buf);
     bool is64 = false;
     while (blen > 0 && (buf[blen - 1] == 'L' || buf[blen - 1] == 'l')) {
@@ -270,18 +274,49 @@ bool cfgi_include_name_at(const char *text, int line, char *name, size_t n)
     return true;
 }
 
+bool cfgi_next_include(const char **pos, int *line, char *name, size_t n)
+{
+    const char *p = *pos;
+    bool at_line_start = p[0] != '\0';
+    while (*p) {
+        if (at_line_start) {
+            const char *q = p;
+            while (*q == ' ' || *q == '\t') q++;
+            if (strncmp(q, "@include", 8) == 0 && (q[8] == ' ' || q[8] == '\t')) {
+                q += 8;
+                while (*q == ' ' || *q == '\t') q++;
+                const char *e = *q == '"' ? strchr(q + 1, '"') : NULL;
+                const char *eol = strchr(q, '\n');
+                if (e && (!eol || e < eol)) {
+                    snprintf(name, n, "%.*s", (int)(e - q - 1), q + 1);
+                    *pos = e + 1;
+                    return true;
+                }
+            }
+        }
+        at_line_start = false;
+        if (*p == '\n') {
+            (*line)++;
+            at_line_start = true;
+            p++;
+        } else if (p[0] == '/' && p[1] == '*') {
+            for (p += 2; *p && !(p[0] == '*' && p[1] == '/'); p++)
+                if (*p == '\n') (*line)++;
+            if (*p) p += 2;
+        } else {
+            p++;
+        }
+    }
+    *pos = p;
+    return false;
+}
+
 tf_status cfgi_read_text_file(const char *path, char **out, tf_error *err)
 {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return tf_error_set(err, TF_ERR_CONFIG, "%s: cannot open config file: %s", path,
-                            strerror(errno));
-    struct stat st;
-    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-        fclose(f);
-        return tf_error_set(err, TF_ERR_CONFIG, "%s: is a directory, not a config file", path);
-    }
+    FILE *f;
+    tf_status ost = tf_file_fopen_read(path, "config file", TF_ERR_CONFIG, &f, err);
+    if (ost != TF_OK) return ost;
     size_t cap = 4096, len = 0; /* buf: [cap] bytes, len used, NUL added at the end */
     char *buf = malloc(cap);
     if (!buf) goto oom;
@@ -319,6 +354,8 @@ tf_status cfgi_read_text_file(const char *path, char **out, tf_error *err)
         return tf_error_set(err, TF_ERR_CONFIG,
                             "%s: NUL byte at offset %zu; a config file is text", path, off);
     }
+    /* a UTF-8 byte order mark (Windows editors write one) is not part of the text */
+    if (len >= 3 && memcmp(buf, "\xEF\xBB\xBF", 3) == 0) memmove(buf, buf + 3, len - 2);
     *out = buf;
     return TF_OK;
 oom:

@@ -1,14 +1,20 @@
 /* launch.c — starting a job's workers and stopping them together (launch.h). */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,6 +36,19 @@
 #define ENV_SHM_FD "TFCORE_WORKER_SHM_FD"
 /* Set in the job tfcore starts under mpirun, so it never re-executes twice. */
 #define ENV_RELAUNCHED "TFCORE_MPI_RELAUNCHED"
+/* For a job mpirun starts on this machine: the file each rank appends one
+ * byte to when it starts, and the tfcore that launched the job (ranks stop
+ * when it is gone, even if mpirun is wedged and does not stop them). */
+#define ENV_READY_FILE "TFCORE_MPI_READY_FILE"
+#define ENV_LAUNCHER_PID "TFCORE_LAUNCHER_PID"
+
+/* How many ranks mpirun may start on this machine alone: a rank is a process
+ * with its own model and a team of threads, and mpirun keeps pipes and
+ * sockets per rank (world_size 1000 on 2 cores ran out of pipes and crashed
+ * mpirun, leaving ranks behind). */
+#define LOCAL_RANKS_PER_CORE 8
+#define LOCAL_RANKS_MAX 256
+#define LOCAL_FDS_PER_RANK 8 /* stdin/stdout/stderr pipes, PMIx socket, spare */
 
 /* Seconds a stopping job's workers get between SIGTERM and SIGKILL. */
 #define STOP_GRACE_SECONDS 5.0
@@ -157,6 +176,35 @@ static tf_status check_devices(const tf_plan *plan, int needed, tf_error *err)
     return TF_ERR_CONFIG;
 }
 
+/* The ranks of a job mpirun starts on this machine alone: bounded by the
+ * cores and the open-files limit (see LOCAL_RANKS_PER_CORE). */
+static tf_status check_local_ranks(const tf_plan *plan, tf_error *err)
+{
+    int world = plan->comm.world_size;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cores < 1) cores = 1;
+    long by_cores = cores * LOCAL_RANKS_PER_CORE, limit = by_cores < LOCAL_RANKS_MAX ? by_cores : LOCAL_RANKS_MAX;
+    struct rlimit rl;
+    long by_fds = LONG_MAX;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        by_fds = ((long)rl.rlim_cur - 64) / LOCAL_FDS_PER_RANK;
+    if (by_fds < limit) limit = by_fds < 1 ? 1 : by_fds;
+    if (world <= limit) return TF_OK;
+    tf_section *cs = tf_config_section(plan->cfg, "comm");
+    char why[160];
+    if (limit == by_fds)
+        snprintf(why, sizeof why, "the open-files limit (ulimit -n %lld) allows %ld", (long long)rl.rlim_cur, by_fds);
+    else if (limit == by_cores)
+        snprintf(why, sizeof why, "%d per core on its %ld cores", LOCAL_RANKS_PER_CORE, cores);
+    else
+        snprintf(why, sizeof why, "at most %d in all", LOCAL_RANKS_MAX);
+    return tf_error_set(err, TF_ERR_CONFIG,
+                        "%s: comm.world_size %d: mpirun would start every rank on this machine (comm.mpirun_args "
+                        "names no --host or hostfile), and it runs at most %ld (%s); lower world_size or name "
+                        "the machines in comm.mpirun_args",
+                        tf_cfg_where(cs, "world_size"), world, limit, why);
+}
+
 tf_status tf_launch_check_devices(const tf_plan *plan, tf_error *err)
 {
     const tf_loaded_plugin *cp = plan->plugin[TF_KIND_COMM];
@@ -166,6 +214,10 @@ tf_status tf_launch_check_devices(const tf_plan *plan, tf_error *err)
     if (e.found && e.size > 1) return check_devices(plan, e.local_size, err);
     const tf_comm_vtable *cvt = cp->desc->vtable;
     if (cvt->launch_mode() == TF_LAUNCH_EXTERNAL && mpirun_names_hosts(plan)) return TF_OK;
+    if (cvt->launch_mode() == TF_LAUNCH_EXTERNAL) {
+        tf_status st = check_local_ranks(plan, err);
+        if (st) return st;
+    }
     return check_devices(plan, plan->comm.world_size, err);
 }
 
@@ -318,9 +370,29 @@ static tf_status self_exe(char *out, size_t n, tf_error *err)
     return TF_OK;
 }
 
+/* A job that must report its start: `want` bytes appended to `path` before
+ * `deadline` (tf_now()), or it is stopped. */
+typedef struct start_wait {
+    const char *path;
+    int want, got;
+    double deadline;
+    bool done, timed_out;
+} start_wait;
+
+static void poll_start(start_wait *sw)
+{
+    struct stat sb;
+    sw->got = stat(sw->path, &sb) == 0 ? (int)(sb.st_size < INT_MAX ? sb.st_size : INT_MAX) : 0;
+    if (sw->got >= sw->want) {
+        sw->done = true;
+        unlink(sw->path); /* not needed any more: a launcher killed later leaves nothing */
+    } else if (tf_now() > sw->deadline) sw->timed_out = true;
+}
+
 /* Wait for pids[n]; when one fails, terminate the rest (SIGTERM, then SIGKILL
- * after STOP_GRACE_SECONDS). Returns the index of the first failure, or -1. */
-static int watch_children(pid_t *pids, int n, int *fail_status)
+ * after STOP_GRACE_SECONDS). With sw, the same when the job has not reported
+ * its start by sw's deadline. Returns the index of the first failure, or -1. */
+static int watch_children(pid_t *pids, int n, int *fail_status, start_wait *sw)
 {
     int alive = n, first = -1;
     double kill_at = 0; /* when to SIGKILL the stragglers (0: not stopping) */
@@ -341,6 +413,14 @@ static int watch_children(pid_t *pids, int n, int *fail_status)
         pid_t pid = waitpid(-1, &status, WNOHANG);
         if (pid < 0 && errno != EINTR) break; /* no children left */
         if (pid <= 0) {
+            if (sw && !sw->done && !sw->timed_out && kill_at == 0) {
+                poll_start(sw);
+                if (sw->timed_out) {
+                    for (int i = 0; i < n; i++)
+                        if (pids[i] > 0) kill(pids[i], SIGTERM);
+                    kill_at = tf_now() + STOP_GRACE_SECONDS;
+                }
+            }
             if (kill_at > 0 && tf_now() > kill_at) {
                 for (int i = 0; i < n; i++)
                     if (pids[i] > 0) kill(pids[i], SIGKILL);
@@ -432,7 +512,7 @@ static tf_status run_processes(const tf_plan *plan, int world, int argc, char **
         for (int i = 0; i < started; i++) waitpid(pids[i], NULL, 0);
     } else {
         int status = 0;
-        int failed = watch_children(pids, world, &status);
+        int failed = watch_children(pids, world, &status, NULL);
         if (failed >= 0) {
             char how[128];
             describe_status(status, how, sizeof how);
@@ -521,6 +601,26 @@ static tf_status relaunch_under_mpirun(const tf_plan *plan, int world, int argc,
         }
     args[k++] = "-x";
     args[k++] = ENV_RELAUNCHED;
+    /* ranks on this machine report their start and watch this process */
+    bool local = !mpirun_names_hosts(plan);
+    char ready[PATH_MAX] = "", launcher[32];
+    if (local) {
+        const char *tmpdir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+        snprintf(ready, sizeof ready, "%s/tfcore-mpi-start-XXXXXX", tmpdir);
+        int rfd = mkostemp(ready, O_CLOEXEC);
+        if (rfd < 0) {
+            free(args);
+            return tf_error_set(err, TF_ERR_RUNTIME, "cannot create %s: %s", ready, strerror(errno));
+        }
+        close(rfd);
+        setenv(ENV_READY_FILE, ready, 1);
+        snprintf(launcher, sizeof launcher, "%d", (int)getpid());
+        setenv(ENV_LAUNCHER_PID, launcher, 1);
+        args[k++] = "-x";
+        args[k++] = ENV_READY_FILE;
+        args[k++] = "-x";
+        args[k++] = ENV_LAUNCHER_PID;
+    }
     k += split_words(extra, extra_buf, sizeof extra_buf, args + k, MAX_EXTRA);
     args[k++] = exe;
     for (int i = 0; i < argc; i++) args[k++] = argv[i];
@@ -535,6 +635,7 @@ static tf_status relaunch_under_mpirun(const tf_plan *plan, int world, int argc,
     pid_t pid = fork();
     if (pid < 0) {
         free(args);
+        if (ready[0]) unlink(ready);
         return tf_error_set(err, TF_ERR_RUNTIME, "cannot start %s: fork: %s", TF_MPIRUN, strerror(errno));
     }
     if (pid == 0) {
@@ -547,8 +648,16 @@ static tf_status relaunch_under_mpirun(const tf_plan *plan, int world, int argc,
     free(args);
     int status = 0;
     pid_t pids[1] = {pid};
-    int failed = watch_children(pids, 1, &status);
+    start_wait sw = {ready, world, 0, tf_now() + plan->comm.mpirun_start_timeout, false, false};
+    int failed = watch_children(pids, 1, &status, local ? &sw : NULL);
     unsetenv(ENV_RELAUNCHED);
+    unsetenv(ENV_READY_FILE);
+    unsetenv(ENV_LAUNCHER_PID);
+    if (ready[0]) unlink(ready);
+    if (sw.timed_out)
+        return tf_error_set(err, TF_ERR_RUNTIME,
+                            "mpirun started %d of %d ranks in %g s (comm.mpirun_start_timeout); it was stopped",
+                            sw.got < world ? sw.got : world, world, plan->comm.mpirun_start_timeout);
     if (failed >= 0) {
         char how[128];
         describe_status(status, how, sizeof how);
@@ -558,6 +667,41 @@ static tf_status relaunch_under_mpirun(const tf_plan *plan, int world, int argc,
     if (stop_signal)
         return tf_error_set(err, TF_ERR_RUNTIME, "stopped by signal %d (%s)", (int)stop_signal, strsignal(stop_signal));
     return TF_OK;
+}
+
+/* --- a rank of the job tfcore started under mpirun ------------------------------ */
+
+static void *watch_launcher(void *arg)
+{
+    pid_t pid = (pid_t)(intptr_t)arg;
+    int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (pfd >= 0) { /* readable when the process ends */
+        struct pollfd p = {pfd, POLLIN, 0};
+        while (poll(&p, 1, -1) < 0 && errno == EINTR) {}
+    } else if (errno != ESRCH) { /* no pidfd (old kernel): look once a second */
+        while (kill(pid, 0) == 0 || errno == EPERM) sleep(1);
+    }
+    tf_log(TF_LOG_ERROR, "the tfcore that launched this job (pid %d) is gone: stopping this rank", (int)pid);
+    _exit(TF_ERR_RUNTIME);
+    return NULL;
+}
+
+/* Report this rank's start to the launcher, and end with the launcher. */
+static void started_under_launcher(void)
+{
+    const char *ready = getenv(ENV_READY_FILE);
+    if (ready && *ready) {
+        int fd = open(ready, O_WRONLY | O_APPEND | O_CLOEXEC);
+        if (fd >= 0) {
+            if (write(fd, "1", 1) != 1) tf_debug("cannot report the start to %s: %s", ready, strerror(errno));
+            close(fd);
+        }
+    }
+    int launcher;
+    pthread_t th;
+    if (env_int(ENV_LAUNCHER_PID, &launcher) && launcher > 1 &&
+        pthread_create(&th, NULL, watch_launcher, (void *)(intptr_t)launcher) == 0)
+        pthread_detach(th);
 }
 
 /* --- the dispatcher ----------------------------------------------------------- */
@@ -595,6 +739,7 @@ tf_status tf_launch_train(const tf_plan *plan, int argc, char **argv, tf_error *
         return run_one(plan, &w, err);
     }
     if (external) {
+        if (getenv(ENV_RELAUNCHED)) started_under_launcher();
         tf_worker w = {e.rank, e.size, e.local_rank, e.local_size, TF_LAUNCH_EXTERNAL, cvt, NULL};
         return run_one(plan, &w, err);
     }

@@ -68,7 +68,7 @@ tf_status tf_plan_resolve(tf_plan *plan, const char *config_file, char *const *o
     const char *search = NULL;
     st = tf_cfg_string(tf_config_section(plan->cfg, "plugins"), "path", NULL, &search, err);
     if (st) goto fail;
-    if ((st = tf_registry_scan_default(&plan->reg, search, err))) goto fail;
+    if ((st = tf_registry_index_default(&plan->reg, search, err))) goto fail;
 
     /* The machine first (backend, then comm below): a GPU config on a machine
      * without one should hear that before anything about its model or data. */
@@ -83,7 +83,7 @@ tf_status tf_plan_resolve(tf_plan *plan, const char *config_file, char *const *o
                           plan->plugin[TF_KIND_PRECISION]->desc->name, flag_precision, flag_precision);
         goto fail;
     }
-    plan->comm = (tf_comm_settings){1, 25.0, ""};
+    plan->comm = (tf_comm_settings){1, 25.0, "", 60.0};
     plan->config_file = config_file;
     if (tf_config_has_section(plan->cfg, "comm")) {
         tf_section *cs = tf_config_section(plan->cfg, "comm");
@@ -92,6 +92,8 @@ tf_status tf_plan_resolve(tf_plan *plan, const char *config_file, char *const *o
         plan->comm.world_size = (int)ws;
         if ((st = tf_cfg_float(cs, "bucket_mb", 25.0, 0.001, 65536.0, &plan->comm.bucket_mb, err))) goto fail;
         if ((st = tf_cfg_string(cs, "mpirun_args", "", &plan->comm.mpirun_args, err))) goto fail;
+        if ((st = tf_cfg_float(cs, "mpirun_start_timeout", 60.0, 1.0, 86400.0, &plan->comm.mpirun_start_timeout, err)))
+            goto fail;
         if ((st = pick_plugin(plan, TF_KIND_COMM, NULL, err))) goto fail;
     }
     if ((st = pick_plugin(plan, TF_KIND_MODEL, NULL, err))) goto fail;

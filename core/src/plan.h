@@ -20,6 +20,8 @@ typedef struct tf_comm_settings {
     double bucket_mb;        /* comm.bucket_mb: gradient bucket size for overlapped all-reduce */
     const char *mpirun_args; /* comm.mpirun_args: extra arguments when tfcore re-executes
                                 itself under mpirun ("" for none) */
+    double mpirun_start_timeout; /* comm.mpirun_start_timeout: seconds mpirun gets to start
+                                    every rank on this machine before it is stopped */
 } tf_comm_settings;
 
 typedef struct tf_plan {

@@ -5,9 +5,13 @@
  * probe. The first failed check rejects the file with one line. */
 #include <dirent.h>
 #include <dlfcn.h>
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "registry.h"
 #include "search_path.h"
@@ -15,6 +19,7 @@
 #include "tfcore/comm.h"
 #include "tfcore/config.h"
 #include "tfcore/dataset.h"
+#include "tfcore/file_read.h"
 #include "tfcore/model.h"
 #include "tfcore/precision.h"
 
@@ -178,6 +183,12 @@ static bool push_rejected(tf_registry *reg, const char *path, const char *why)
 static bool consider_file(tf_registry *reg, const char *path, const char *base)
 {
     char why[768];
+    tf_error ferr = {0};
+    /* dlopen of a FIFO blocks forever; of a folder it fails obscurely */
+    if (tf_file_check_regular(path, "plugin", TF_ERR_PLUGIN, &ferr) != TF_OK) {
+        const char *colon = strstr(ferr.msg, ": ");
+        return push_rejected(reg, path, colon ? colon + 2 : ferr.msg);
+    }
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         const char *e = dlerror();
@@ -235,13 +246,13 @@ static bool consider_file(tf_registry *reg, const char *path, const char *base)
         return push_rejected(reg, path, why);
     }
 #undef REJECT
-    tf_loaded_plugin *f = realloc(reg->found, (reg->nfound + 1) * sizeof *f);
-    if (!f) {
-        dlclose(h);
-        return false;
+    if (!reg->found) { /* try_in_child's registry: the index allocates it */
+        if (!(reg->found = calloc(1, sizeof *reg->found))) {
+            dlclose(h);
+            return false;
+        }
     }
-    reg->found = f;
-    tf_loaded_plugin *p = &f[reg->nfound];
+    tf_loaded_plugin *p = &reg->found[reg->nfound];
     memset(p, 0, sizeof *p);
     p->path = strdup(path);
     if (!p->path) {
@@ -273,7 +284,34 @@ static bool is_plugin_file_name(const char *n)
     return strncmp(n, "tfcore-", 7) == 0 && len > 10 && strcmp(n + len - 3, ".so") == 0;
 }
 
-/* Consider every tfcore-*.so in dir, in name order. False when out of memory. */
+static bool push_pending(tf_registry *reg, const char *path)
+{
+    char **p = realloc(reg->pending, (reg->npending + 1) * sizeof *p);
+    if (!p) return false;
+    reg->pending = p;
+    if (!(p[reg->npending] = strdup(path))) return false;
+    reg->npending++;
+    return true;
+}
+
+static const char *base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+/* Load pending candidate i (removing it from the pending list). */
+static bool consider_pending(tf_registry *reg, size_t i)
+{
+    char *path = reg->pending[i];
+    memmove(&reg->pending[i], &reg->pending[i + 1], (reg->npending - i - 1) * sizeof *reg->pending);
+    reg->npending--;
+    bool ok = consider_file(reg, path, base_name(path));
+    free(path);
+    return ok;
+}
+
+/* List every tfcore-*.so in dir as pending, in name order. False when out of memory. */
 static bool scan_dir(tf_registry *reg, const char *dir)
 {
     DIR *d = opendir(dir);
@@ -303,7 +341,7 @@ static bool scan_dir(tf_registry *reg, const char *dir)
                 ok = false;
             } else {
                 snprintf(path, len, "%s/%s", dir, names[i]);
-                ok = consider_file(reg, path, names[i]);
+                ok = push_pending(reg, path);
                 free(path);
             }
         }
@@ -315,6 +353,82 @@ static bool scan_dir(tf_registry *reg, const char *dir)
 
 tf_status tf_registry_scan(tf_registry **out, const char *const *dirs, size_t ndirs, tf_error *err)
 {
+    tf_status st = tf_registry_index(out, dirs, ndirs, err);
+    if (st == TF_OK && (st = tf_registry_load_all(*out, false, err)) != TF_OK) {
+        tf_registry_free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+/* In a child: load and check path as consider_file does, report success
+ * with one byte on fd, and end without running atexit handlers. */
+static _Noreturn void try_in_child(const char *path, int fd)
+{
+    tf_registry *r = calloc(1, sizeof *r);
+    bool loaded = r && consider_file(r, path, base_name(path));
+    char ok = 1;
+    if (loaded && write(fd, &ok, 1) != 1) _exit(1);
+    _exit(0);
+}
+
+/* Load path in a child first; false with why filled when the child died. */
+static bool survives_loading(const char *path, char *why, size_t n)
+{
+    int fds[2];
+    if (pipe(fds) != 0) return true; /* cannot isolate: load it here as before */
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return true;
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        try_in_child(path, fds[1]);
+    }
+    close(fds[1]);
+    char b = 0;
+    ssize_t got;
+    do got = read(fds[0], &b, 1);
+    while (got < 0 && errno == EINTR);
+    close(fds[0]);
+    int ws = 0;
+    while (waitpid(pid, &ws, 0) < 0 && errno == EINTR) {}
+    if (got == 1) return true;
+    if (WIFSIGNALED(ws))
+        snprintf(why, n, "crashed while loading (signal %d, %s)", WTERMSIG(ws), strsignal(WTERMSIG(ws)));
+    else
+        snprintf(why, n, "ended the process while loading (exit status %d, from a constructor or its "
+                         "entry)", WIFEXITED(ws) ? WEXITSTATUS(ws) : -1);
+    return false;
+}
+
+tf_status tf_registry_load_all(tf_registry *reg, bool isolate, tf_error *err)
+{
+    /* Isolation forks: every child is forked before anything is loaded
+     * here, so the parent has no plugin threads (OpenMP, BLAS) at fork time. */
+    bool ok = true;
+    if (isolate) {
+        for (size_t i = 0; ok && i < reg->npending;) {
+            char why[256];
+            if (survives_loading(reg->pending[i], why, sizeof why)) {
+                i++;
+                continue;
+            }
+            ok = push_rejected(reg, reg->pending[i], why);
+            free(reg->pending[i]);
+            memmove(&reg->pending[i], &reg->pending[i + 1], (reg->npending - i - 1) * sizeof *reg->pending);
+            reg->npending--;
+        }
+    }
+    while (ok && reg->npending) ok = consider_pending(reg, 0);
+    return ok ? TF_OK : tf_error_set(err, TF_ERR_RUNTIME, "out of memory loading plugins");
+}
+
+tf_status tf_registry_index(tf_registry **out, const char *const *dirs, size_t ndirs, tf_error *err)
+{
     *out = NULL;
     tf_registry *reg = calloc(1, sizeof *reg);
     if (!reg) return tf_error_set(err, TF_ERR_RUNTIME, "out of memory scanning for plugins");
@@ -325,6 +439,8 @@ tf_status tf_registry_scan(tf_registry **out, const char *const *dirs, size_t nd
         reg->nsearched++;
         if (!scan_dir(reg, dirs[i])) goto oom;
     }
+    /* one slot per candidate: found plugins never move (callers keep pointers) */
+    if (!(reg->found = calloc(reg->npending ? reg->npending : 1, sizeof *reg->found))) goto oom;
     *out = reg;
     return TF_OK;
 oom:
@@ -345,6 +461,8 @@ void tf_registry_free(tf_registry *reg)
         free(reg->rejected[i].why);
     }
     for (size_t i = 0; i < reg->nsearched; i++) free(reg->searched[i]);
+    for (size_t i = 0; i < reg->npending; i++) free(reg->pending[i]);
+    free(reg->pending);
     free(reg->found);
     free(reg->rejected);
     free(reg->searched);
@@ -367,12 +485,22 @@ static void append(char *buf, size_t n, size_t *len, const char *s)
     if (w > 0) *len += (size_t)w < n - *len ? (size_t)w : n - *len - 1;
 }
 
-tf_status tf_registry_require(const tf_registry *reg, uint32_t kind, const char *name,
+tf_status tf_registry_require(tf_registry *reg, uint32_t kind, const char *name,
                               const char *asked_by, const tf_loaded_plugin **out, tf_error *err)
 {
     const char *kname = tf_kind_name(kind);
     const char *by = asked_by ? asked_by : "tfcore";
     *out = NULL;
+    char file[128];
+    snprintf(file, sizeof file, "tfcore-%s-%s.so", kname ? kname : "?", name ? name : "");
+    /* load the candidates with this file name, in search order, until one is found */
+    for (size_t i = 0; !tf_registry_find(reg, kind, name) && i < reg->npending;) {
+        if (strcmp(base_name(reg->pending[i]), file) != 0) {
+            i++;
+            continue;
+        }
+        if (!consider_pending(reg, i)) return tf_error_set(err, TF_ERR_RUNTIME, "out of memory loading plugins");
+    }
     const tf_loaded_plugin *p = tf_registry_find(reg, kind, name);
     if (p && p->usable) {
         *out = p;
@@ -381,8 +509,6 @@ tf_status tf_registry_require(const tf_registry *reg, uint32_t kind, const char 
     if (p)
         return tf_error_set(err, TF_ERR_PLUGIN, "%s: %s plugin '%s' cannot run here: %s (%s)", by,
                             kname, name, p->why, p->path);
-    char file[128];
-    snprintf(file, sizeof file, "tfcore-%s-%s.so", kname, name);
     for (size_t i = 0; i < reg->nrejected; i++) {
         const char *slash = strrchr(reg->rejected[i].path, '/');
         const char *base = slash ? slash + 1 : reg->rejected[i].path;
@@ -401,6 +527,21 @@ tf_status tf_registry_require(const tf_registry *reg, uint32_t kind, const char 
         append(have, sizeof have, &hl, hl ? ", " : "");
         append(have, sizeof have, &hl, reg->found[i].desc->name);
     }
+    /* the candidates not loaded, by their file names: tfcore-<kind>-<name>.so */
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "tfcore-%s-", kname);
+    char pend_names[64][TF_PLUGIN_NAME_MAX + 1];
+    for (size_t i = 0; i < reg->npending && nnames < 64; i++) {
+        const char *b = base_name(reg->pending[i]);
+        size_t pl = strlen(prefix), bl = strlen(b);
+        if (strncmp(b, prefix, pl) != 0 || bl - pl - 3 > TF_PLUGIN_NAME_MAX) continue;
+        char *nm = pend_names[nnames];
+        snprintf(nm, TF_PLUGIN_NAME_MAX + 1, "%.*s", (int)(bl - pl - 3), b + pl);
+        if (!tf_plugin_name_valid(nm)) continue;
+        names[nnames++] = nm;
+        append(have, sizeof have, &hl, hl ? ", " : "");
+        append(have, sizeof have, &hl, nm);
+    }
     for (size_t i = 0; i < reg->nsearched; i++) {
         append(where, sizeof where, &wl, i ? ":" : "");
         append(where, sizeof where, &wl, reg->searched[i]);
@@ -413,12 +554,12 @@ tf_status tf_registry_require(const tf_registry *reg, uint32_t kind, const char 
                         name, hint, kname, hl ? have : "none", wl ? where : "nothing");
 }
 
-tf_status tf_registry_scan_default(tf_registry **out, const char *config_path, tf_error *err)
+tf_status tf_registry_index_default(tf_registry **out, const char *config_path, tf_error *err)
 {
     tf_search_path sp;
     tf_status st = tf_search_path_build(&sp, config_path, tf_running_from_build_tree(), err);
     if (st) return st;
-    st = tf_registry_scan(out, (const char *const *)sp.dirs, sp.n, err);
+    st = tf_registry_index(out, (const char *const *)sp.dirs, sp.n, err);
     tf_search_path_free(&sp);
     return st;
 }

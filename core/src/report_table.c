@@ -11,6 +11,7 @@
 
 #include "report_table.h"
 #include "tfcore/config.h"
+#include "tfcore/file_read.h"
 
 const char *const tf_report_phase_name[TF_REPORT_PHASES] = {"data", "forward", "backward", "comm",
                                                             "optimizer", "eval", "save"};
@@ -232,17 +233,8 @@ tf_status tf_report_read_run(const char *dir, tf_report_run *run, tf_error *err)
 
     tf_status st = TF_OK;
     json_error_t je;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        st = tf_error_set(err, TF_ERR_DATA, "%s: cannot open: %s", path, strerror(errno));
-        goto fail;
-    }
-    struct stat sb;
-    if (fstat(fileno(f), &sb) == 0 && S_ISDIR(sb.st_mode)) {
-        fclose(f);
-        st = tf_error_set(err, TF_ERR_DATA, "%s: is a folder, not a file", path);
-        goto fail;
-    }
+    FILE *f;
+    if ((st = tf_file_fopen_read(path, NULL, TF_ERR_DATA, &f, err))) goto fail;
     run->results = json_loadf(f, JSON_REJECT_DUPLICATES, &je);
     fclose(f);
     if (!run->results) {

@@ -13,6 +13,7 @@
 
 #include <jansson.h>
 
+#include "tfcore/file_read.h"
 #include "tfcore/safetensors.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -431,17 +432,14 @@ tf_status tf_safetensors_open(const char *path, tf_safetensors **out, tf_error *
 {
     if (!out || !path) return tf_error_set(err, TF_ERR_USAGE, "tf_safetensors_open: NULL argument");
     *out = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return tf_error_set(err, TF_ERR_DATA, "%s: cannot open: %s", path, strerror(errno));
+    int fd;
+    tf_status ost = tf_file_open_read(path, NULL, TF_ERR_DATA, &fd, err);
+    if (ost != TF_OK) return ost;
     struct stat sb;
     if (fstat(fd, &sb) != 0) {
         int e = errno;
         close(fd);
         return tf_error_set(err, TF_ERR_DATA, "%s: cannot stat: %s", path, strerror(e));
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        close(fd);
-        return tf_error_set(err, TF_ERR_DATA, "%s: not a regular file", path);
     }
     tf_safetensors *st = calloc(1, sizeof *st);
     if (st) st->path = strdup(path);

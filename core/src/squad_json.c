@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "squad_internal.h"
+#include "tfcore/file_read.h"
 #include "tfcore/log.h"
 
 /* ---- JSON documents ------------------------------------------------------- */
@@ -25,11 +26,8 @@ static json_t *load_failed(const char *name, const json_error_t *je, tf_error *e
 
 json_t *squad_json_load_file(const char *path, tf_error *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        tf_error_set(err, TF_ERR_DATA, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
+    FILE *f;
+    if (tf_file_fopen_read(path, NULL, TF_ERR_DATA, &f, err) != TF_OK) return NULL;
     json_error_t je;
     json_t *root = json_loadf(f, 0, &je);
     int read_failed = ferror(f);

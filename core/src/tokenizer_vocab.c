@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "tfcore/file_read.h"
 #include "tfcore/log.h"
 #include "tokenizer_internal.h"
 
@@ -135,12 +136,13 @@ static size_t trim_end(const char *s, size_t len)
 
 static tf_status read_file(const char *path, char **data, size_t *len, tf_error *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return tf_error_set(err, TF_ERR_DATA, "%s: cannot open: %s", path, strerror(errno));
+    FILE *f;
+    tf_status ost = tf_file_fopen_read(path, NULL, TF_ERR_DATA, &f, err);
+    if (ost != TF_OK) return ost;
     struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (fstat(fileno(f), &st) != 0) {
         fclose(f);
-        return tf_error_set(err, TF_ERR_DATA, "%s: not a regular file", path);
+        return tf_error_set(err, TF_ERR_DATA, "%s: cannot stat: %s", path, strerror(errno));
     }
     if ((uint64_t)st.st_size > TOK_MAX_FILE_BYTES) {
         fclose(f);

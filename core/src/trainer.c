@@ -419,6 +419,8 @@ static tf_status run_loop(tf_trainer *t, tf_error *err)
     tf_lr_schedule lrs = {a->lr_scheduler_type, a->learning_rate, sp.warmup_steps, sp.max_steps};
 
     if ((st = tf_trainer_resume(t, err))) goto out;
+    if (t->rank == 0 && a->resume_from_checkpoint && *a->resume_from_checkpoint && (st = tf_log_resume_trim(t, err)))
+        goto out;
     /* every worker starts from rank 0's parameters, as DDP's constructor does */
     if ((st = tf_trainer_broadcast_params(t, err))) goto out;
     tf_info("training: %zu rows, %lld epochs x %lld steps = %lld optimizer steps, global batch %lld",

@@ -19,6 +19,7 @@
 #include "tfcore/log.h"
 #include "tfcore/safetensors.h"
 #include "trainer_internal.h"
+#include "trainer_state.h"
 
 #define STATE_FILE "trainer_state.json"
 #define OPTIM_FILE "optimizer.safetensors"
@@ -111,8 +112,10 @@ static size_t list_checkpoints(const char *dir, long long **steps)
     while ((e = readdir(d))) {
         char *end;
         if (strncmp(e->d_name, "checkpoint-", 11) != 0) continue;
+        if (e->d_name[11] < '0' || e->d_name[11] > '9') continue; /* no sign, no space */
+        errno = 0;
         long long s = strtoll(e->d_name + 11, &end, 10);
-        if (*end || end == e->d_name + 11) continue; /* checkpoint-N.tmp and the like */
+        if (*end || errno == ERANGE) continue; /* checkpoint-N.tmp, a step no run reaches */
         if (n == cap) {
             long long *g = realloc(*steps, (cap = cap ? 2 * cap : 8) * sizeof *g);
             if (!g) break;
@@ -211,28 +214,17 @@ static tf_status load_state(tf_trainer *t, const char *dir, tf_error *err)
 {
     char path[8400];
     snprintf(path, sizeof path, "%s/%s", dir, STATE_FILE);
-    json_error_t je;
-    json_t *o = json_load_file(path, 0, &je);
-    if (!o) return tf_error_set(err, TF_ERR_DATA, "%s:%d:%d: %s", path, je.line, je.column, je.text);
-    json_int_t gs = -1, ms = -1, sk = 0, np = -1, sgood = 0, sskip = 0;
-    double loss = 0, scale = 1;
-    if (json_unpack_ex(o, &je, 0, "{s:I, s:I, s:F, s:I, s:I, s:{s:F, s:I, s:I}}", "global_step", &gs, "micro_step",
-                       &ms, "total_loss", &loss, "skipped_steps", &sk, "num_parameters", &np, "scaler", "scale",
-                       &scale, "good_steps", &sgood, "skipped_steps", &sskip) != 0) {
-        json_decref(o);
-        return tf_error_set(err, TF_ERR_DATA, "%s: %s", path, je.text);
-    }
-    json_decref(o);
-    if (np != (json_int_t)t->buf.n)
+    tf_trainer_state s;
+    tf_status st = tf_trainer_state_read(path, &s, NULL, err);
+    if (st) return st;
+    if (s.num_parameters != (int64_t)t->buf.n)
         return tf_error_set(err, TF_ERR_DATA, "%s: the checkpoint has %lld parameters, this model %zu", path,
-                            (long long)np, t->buf.n);
-    if (gs < 0 || ms < 0) return tf_error_set(err, TF_ERR_DATA, "%s: negative step counts", path);
-    t->global_step = gs;
-    t->micro_step = ms;
-    t->total_loss = loss;
-    t->skipped_steps = sk;
-    tf_scaler_state sc = {scale, sgood, sskip};
-    t->pvt->set_state(t->prec, &sc);
+                            (long long)s.num_parameters, t->buf.n);
+    t->global_step = s.global_step;
+    t->micro_step = s.micro_step;
+    t->total_loss = s.total_loss;
+    t->skipped_steps = s.skipped_steps;
+    t->pvt->set_state(t->prec, &s.scaler);
     return TF_OK;
 }
 

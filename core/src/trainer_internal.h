@@ -77,6 +77,9 @@ void tf_progress_pause(tf_progress *p);
 void tf_progress_end(tf_progress *p);
 
 tf_status tf_open_log(tf_trainer *t, tf_error *err);
+/* After a resume (rank 0): drop log.jsonl's lines past t->global_step and
+ * reopen it for appending (run_log_resume.c). */
+tf_status tf_log_resume_trim(tf_trainer *t, tf_error *err);
 /* One logging step: log.jsonl line + Trainer-style line on stderr. */
 void tf_log_step(tf_trainer *t, tf_progress *p, double loss, double grad_norm, double lr, double epoch);
 /* A metrics dict (evaluation) into log.jsonl and on stderr. */

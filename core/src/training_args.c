@@ -2,6 +2,7 @@
  * (transformers 4.46.3: training_args.py, and Trainer._inner_training_loop in
  * trainer.py for the step counts). See training_args.h.
  */
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -210,7 +211,8 @@ static tf_status read_all(tf_section *t, const char *config_path, tf_training_ar
         TRY(tf_cfg_int(t, "eval_accumulation_steps", 0, 1, inf, &a->eval_accumulation_steps,
                        err));
 
-    TRY(read_float(t, "learning_rate", 5e-5, 0, INFINITY, &a->learning_rate, err));
+    /* the optimizer takes lr as a float (tf_adamw_hyper): beyond FLT_MAX it is inf at step 1 */
+    TRY(read_float(t, "learning_rate", 5e-5, 0, FLT_MAX, &a->learning_rate, err));
     TRY(read_float(t, "weight_decay", 0.0, 0, INFINITY, &a->weight_decay, err));
     TRY(tf_cfg_float(t, "adam_beta1", 0.9, 0, 1, &a->adam_beta1, err));
     TRY(tf_cfg_float(t, "adam_beta2", 0.999, 0, 1, &a->adam_beta2, err));

@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "imdb_read.h"
+#include "tfcore/file_read.h"
 
 /* ---- the result arrays ------------------------------------------------------ */
 
@@ -120,15 +121,12 @@ static size_t utf8_check(const unsigned char *s, size_t len, int *nul)
 /* The whole file in one malloc (NUL-terminated); NULL with err filled. */
 static char *read_file(const char *path, size_t *len, tf_error *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        tf_error_set(err, TF_ERR_DATA, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
+    FILE *f;
+    if (tf_file_fopen_read(path, NULL, TF_ERR_DATA, &f, err) != TF_OK) return NULL;
     struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (fstat(fileno(f), &st) != 0) {
         fclose(f);
-        tf_error_set(err, TF_ERR_DATA, "%s: not a regular file", path);
+        tf_error_set(err, TF_ERR_DATA, "%s: cannot stat: %s", path, strerror(errno));
         return NULL;
     }
     size_t size = (size_t)st.st_size;
@@ -231,6 +229,10 @@ static tf_status read_class(const char *dir, const char *cls, int label, builder
         files[n++] = rf;
     }
     closedir(d);
+    /* an empty class folder would train on the other class alone, silently */
+    if (s == TF_OK && n == 0)
+        s = tf_error_set(err, TF_ERR_DATA, "%s: no <id>_<rating>.txt reviews in this folder (both neg/ and pos/ "
+                         "need some)", sub);
     if (s == TF_OK && n > 0) qsort(files, n, sizeof *files, cmp_review_file);
     for (size_t i = 0; i < n && s == TF_OK; i++) {
         char path[4096 + 256];
@@ -499,6 +501,11 @@ tf_status tf_imdb_parse_jsonl(const char *buf, size_t len, const char *name, tf_
             p = next;
             continue;
         }
+        /* jansson reads a raw NUL as the end of the text ("end of file expected") */
+        const char *nul = memchr(p, '\0', (size_t)(e - p));
+        if (nul)
+            return fail(&b, tf_error_set(err, TF_ERR_DATA, "%s:%zu:%d: NUL byte; a JSONL line is text", name,
+                                         line, (int)(nul - p) + 1));
         json_error_t je;
         json_t *obj = json_loadb(p, (size_t)(e - p), 0, &je);
         p = next;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -197,7 +198,11 @@ static tf_status read_config_json(bert_config *c, char ***labels, int *json_labe
     char path[BERT_PATH_MAX + 16];
     snprintf(path, sizeof path, "%s/config.json", c->pretrained);
     json_error_t jerr;
-    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+    FILE *f;
+    tf_status fst = tf_file_fopen_read(path, "model config", TF_ERR_DATA, &f, err);
+    if (fst != TF_OK) return fst;
+    json_t *root = json_loadf(f, JSON_REJECT_DUPLICATES, &jerr);
+    fclose(f);
     if (!root) {
         if (jerr.line <= 0) /* the file itself: missing or unreadable */
             return tf_error_set(err, TF_ERR_DATA, "%s: %s", path, jerr.text);
@@ -483,6 +488,23 @@ tf_status bert_config_resolve(tf_section *sec, bert_config *cfg, char ***labels,
                           "%s: pad_token_id %d is outside the vocabulary (vocab_size %d)",
                           origin(sec, "pad_token_id", cfg, buf, sizeof buf), cfg->pad_token_id,
                           cfg->vocab_size);
+        goto fail;
+    }
+    /* Sizes each in range can still multiply to a model no machine holds:
+     * say so before trying to allocate it. The host keeps one fp32 copy of
+     * the parameters (and training adds gradients and two AdamW moments). */
+    double H = cfg->hidden_size, I = cfg->intermediate_size, L = cfg->num_layers;
+    double nparams = (double)(cfg->vocab_size + cfg->max_position_embeddings + cfg->type_vocab_size) * H +
+                     L * (4 * H * H + 2 * H * I + 9 * H + I) + H * H + 3 * H;
+    double ram = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    if (ram > 0 && nparams * sizeof(float) > ram) {
+        const char *where = origin(sec, "hidden_size", cfg, buf, sizeof buf);
+        st = tf_error_set(err, cfg->pretrained[0] && !tf_cfg_has(sec, "hidden_size") ? TF_ERR_DATA : TF_ERR_CONFIG,
+                          "%s: this model has %.3g parameters (%.3g GB as fp32), more than this machine's "
+                          "memory (%.3g GB): vocab_size %d, hidden_size %d, num_hidden_layers %d, "
+                          "intermediate_size %d, max_position_embeddings %d",
+                          where, nparams, nparams * 4 / 1e9, ram / 1e9, cfg->vocab_size, cfg->hidden_size,
+                          cfg->num_layers, cfg->intermediate_size, cfg->max_position_embeddings);
         goto fail;
     }
     return TF_OK;

@@ -74,8 +74,9 @@ static void fill_info(tf_model *m)
     if (c->pretrained[0]) {
         snprintf(m->source, sizeof m->source, "pretrained %s", c->pretrained);
         snprintf(m->vocab_file, sizeof m->vocab_file, "%s/vocab.txt", c->pretrained);
+        /* anything there is the vocabulary: its reader refuses a FIFO or a folder by name */
         struct stat sb;
-        if (stat(m->vocab_file, &sb) == 0 && S_ISREG(sb.st_mode)) i->vocab_file = m->vocab_file;
+        if (stat(m->vocab_file, &sb) == 0) i->vocab_file = m->vocab_file;
         i->do_lower_case = read_lower_case(c->pretrained);
     } else {
         snprintf(m->source, sizeof m->source, "preset %s (random init)", c->preset);

@@ -79,3 +79,20 @@ tests_plugins_tfcore_model_probeno_la_SOURCES = tests/plugins/test_plugin.c
 tests_plugins_tfcore_model_probeno_la_CPPFLAGS = $(AM_CPPFLAGS) -DPROBE_NO -DPLUGIN_NAME='"probeno"'
 tests_plugins_tfcore_model_probeno_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
 tests_plugins_tfcore_model_probeno_la_LIBADD = core/libtfcore.la
+
+# Plugins that end the process while being loaded, in their own folder (not
+# tests/plugins/.libs, which test_registry loads in-process): a constructor
+# that calls exit(0), an entry that dereferences a bad pointer. test_cli.sh
+# puts the folder on the plugin path: commands that do not use them still run,
+# `tfcore plugins` lists them as rejected.
+check_LTLIBRARIES += tests/plugins/broken/tfcore-model-exitctor.la
+tests_plugins_broken_tfcore_model_exitctor_la_SOURCES = tests/plugins/test_plugin.c
+tests_plugins_broken_tfcore_model_exitctor_la_CPPFLAGS = $(AM_CPPFLAGS) -DEXIT_IN_CONSTRUCTOR -DPLUGIN_NAME='"exitctor"'
+tests_plugins_broken_tfcore_model_exitctor_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
+tests_plugins_broken_tfcore_model_exitctor_la_LIBADD = core/libtfcore.la
+
+check_LTLIBRARIES += tests/plugins/broken/tfcore-model-crashentry.la
+tests_plugins_broken_tfcore_model_crashentry_la_SOURCES = tests/plugins/test_plugin.c
+tests_plugins_broken_tfcore_model_crashentry_la_CPPFLAGS = $(AM_CPPFLAGS) -DCRASH_IN_ENTRY -DPLUGIN_NAME='"crashentry"'
+tests_plugins_broken_tfcore_model_crashentry_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
+tests_plugins_broken_tfcore_model_crashentry_la_LIBADD = core/libtfcore.la

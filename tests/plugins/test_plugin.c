@@ -70,7 +70,21 @@ int tf_test_use_missing(void);
 int tf_test_use_missing(void) { return tf_test_symbol_that_does_not_exist(); }
 #endif
 
-#if defined(NO_ENTRY)
+#ifdef EXIT_IN_CONSTRUCTOR
+/* Ends the process as soon as it is loaded (a library that calls exit()). */
+#include <stdlib.h>
+__attribute__((constructor)) static void end_the_process(void) { exit(0); }
+#endif
+
+#if defined(CRASH_IN_ENTRY)
+/* The entry follows a bad pointer: SIGSEGV inside tfcore_plugin_entry. */
+__attribute__((visibility("default"))) const tf_plugin *tfcore_plugin_entry(void);
+const tf_plugin *tfcore_plugin_entry(void)
+{
+    volatile uintptr_t bad = 8; /* volatile: the compiler cannot see the address */
+    return vt.size ? *(const tf_plugin *const *)bad : NULL;
+}
+#elif defined(NO_ENTRY)
 /* Exports something, but not tfcore_plugin_entry. */
 __attribute__((visibility("default"))) int tf_test_not_an_entry(void);
 int tf_test_not_an_entry(void) { return (int)vt.size; }

@@ -7,6 +7,7 @@
 #include "tfcore/dtype.h"
 #include "tfcore/rng.h"
 #include "tfcore/file.h"
+#include "tfcore/file_read.h"
 #include "tfcore/safetensors.h"
 #include "tfcore/plugin.h"
 #include "tfcore/config.h"
