@@ -19,9 +19,11 @@
  *     attention.output.dense.{weight,bias}, attention.output.LayerNorm.{weight,bias},
  *     intermediate.dense.{weight,bias}, output.dense.{weight,bias},
  *     output.LayerNorm.{weight,bias}
- * Every tensor starts on a multiple of BERT_ALIGN elements (16 bytes), except
- * that key/value follow query without a gap so the fused views hold; the few
- * padding elements are zero in params and grads and belong to no view.
+ * Every tensor starts on a multiple of BERT_ALIGN elements, except that
+ * key/value follow query without a gap so the fused views hold (they are
+ * aligned too when the hidden size is a multiple of 32, as in every BERT
+ * size); the padding elements are zero in params and grads and belong to no
+ * view.
  * params() lists the views in Hugging Face's named_parameters() order. */
 #ifndef TFCORE_MODEL_BERT_H
 #define TFCORE_MODEL_BERT_H
@@ -32,7 +34,13 @@
 
 #include "tfcore/tfcore.h"
 
-#define BERT_ALIGN 4              /* elements: each tensor starts 16-byte aligned */
+/* Elements: each tensor starts on a multiple of 32 elements, so 128 bytes in
+ * the f32 copies (params, grads, AdamW moments) and 64 bytes in the f16/bf16
+ * compute copy, which reuses these offsets at 2 bytes an element.
+ * cuBLASLt's fast kernels want 16-byte aligned operands (vector loads, TMA on
+ * Hopper); 64 bytes more keeps each tensor's vector loads and cache lines its
+ * own. tests/test_model_bert.c (layout_alignment) checks every copy. */
+#define BERT_ALIGN 32
 #define BERT_MAX_LAYERS 256
 #define BERT_MAX_DIM 65536        /* hidden, intermediate and friends */
 #define BERT_MAX_VOCAB 16777216
