@@ -15,6 +15,7 @@
 BACKEND_CUDA_C_FILES = \
 	plugins/backend-cuda/backend_cuda.h \
 	plugins/backend-cuda/cuda_kernels_b.h \
+	plugins/backend-cuda/gemm_align.h \
 	plugins/backend-cuda/backend.c \
 	plugins/backend-cuda/memory.c \
 	plugins/backend-cuda/stream.c \
@@ -60,6 +61,16 @@ BACKEND_CUDA_KERNEL_DEPS = plugins/backend-cuda/backend_cuda.h \
 	plugins/backend-cuda/cuda_kernels_b.h core/include/tfcore/backend.h \
 	core/include/tfcore/config.h core/include/tfcore/dtype.h core/include/tfcore/error.h
 $(BACKEND_CUDA_KERNEL_OBJECTS): $(BACKEND_CUDA_KERNEL_DEPS) scripts/nvcc-libtool.sh
+
+# The GEMM operand alignment (gemm_align.h) is plain arithmetic: tested on
+# every machine, with or without CUDA.
+if HAVE_CHECK
+check_PROGRAMS += tests/test_gemm_align
+tests_test_gemm_align_SOURCES = tests/test_gemm_align.c plugins/backend-cuda/gemm_align.h
+tests_test_gemm_align_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/plugins/backend-cuda
+tests_test_gemm_align_LDADD = $(TEST_LDADD)
+TESTS += tests/test_gemm_align
+endif
 
 if HAVE_CUDA
 plugin_LTLIBRARIES += plugins/backend-cuda/tfcore-backend-cuda.la
