@@ -20,11 +20,14 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "backend_cuda.h"
@@ -218,8 +221,12 @@ static tf_status device_count(int *count, char *why, size_t n)
  * initialize the CUDA driver here, and the core may fork its worker ranks
  * after scanning the plugins (comm-nccl: one process per GPU): a child forked
  * after the parent initialized CUDA cannot use CUDA at all. The child writes
- * '1' (usable) or '0' and the reason down a pipe. If no child can be made,
- * the question is asked here after all. */
+ * '1' (usable) or '0' and the reason down a pipe. A child that has not
+ * answered within CUDA_PROBE_TIMEOUT_MS (cuInit can hang on a wedged driver)
+ * is killed and the plugin reported unable to run, as comm-nccl's probe does.
+ * If no child can be made, the question is asked here after all. */
+#define CUDA_PROBE_TIMEOUT_MS 60000
+
 static int probe_in_child(char *buf, size_t n)
 {
     int fd[2];
@@ -247,7 +254,25 @@ static int probe_in_child(char *buf, size_t n)
     close(fd[1]);
     char msg[512];
     size_t got = 0;
+    bool timed_out = false;
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     for (;;) {
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        long long waited = (long long)(now.tv_sec - t0.tv_sec) * 1000 +
+                           (now.tv_nsec - t0.tv_nsec) / 1000000;
+        if (waited >= CUDA_PROBE_TIMEOUT_MS) {
+            timed_out = true;
+            break;
+        }
+        struct pollfd pfd = {fd[0], POLLIN, 0};
+        int pr = poll(&pfd, 1, (int)(CUDA_PROBE_TIMEOUT_MS - waited));
+        if (pr < 0 && errno == EINTR) continue;
+        if (pr == 0) {
+            timed_out = true;
+            break;
+        }
+        if (pr < 0) break;
         ssize_t r = read(fd[0], msg + got, sizeof msg - 1 - got);
         if (r < 0 && errno == EINTR) continue;
         if (r <= 0) break;
@@ -256,8 +281,15 @@ static int probe_in_child(char *buf, size_t n)
     }
     msg[got] = '\0';
     close(fd[0]);
+    if (timed_out) kill(pid, SIGKILL);
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (timed_out) {
+        snprintf(buf, n, "no CUDA device: the probe process (cudaGetDeviceCount) did not answer "
+                         "in %d s and was killed",
+                 CUDA_PROBE_TIMEOUT_MS / 1000);
+        return 0;
     }
     if (got == 0 || (msg[0] != '0' && msg[0] != '1')) {
         if (WIFSIGNALED(status))
@@ -456,7 +488,11 @@ static tf_status cuda_open(const tf_backend_open_args *args, tf_backend **out, t
     if ((st = cuda_internal_alloc(be, sizeof(int32_t), op, "the id-error claim",
                                   (void **)&be->bad_id_claim, err)))
         goto fail;
-    if ((e = cudaMemset(be->bad_id_claim, 0, sizeof(int32_t))) != cudaSuccess) {
+    /* on this backend's stream (the legacy stream 0 does not order with
+     * non-blocking streams), waited for here so a kernel on any stream of
+     * this backend sees the cleared claim */
+    if ((e = cudaMemsetAsync(be->bad_id_claim, 0, sizeof(int32_t), be->def.s)) != cudaSuccess ||
+        (e = cudaStreamSynchronize(be->def.s)) != cudaSuccess) {
         st = cuda_fail_rt(err, op, e, "clearing the id-error claim");
         goto fail;
     }
