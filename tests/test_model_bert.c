@@ -293,8 +293,17 @@ typedef struct fixture {
     tf_model *m;
 } fixture;
 
+static tf_status create_model_defer(const char *text, int rows, int seq, uint64_t seed,
+                                    bool defer_loss, fixture *f, tf_error *err);
+
 static tf_status create_model(const char *text, int rows, int seq, uint64_t seed, fixture *f,
                               tf_error *err)
+{
+    return create_model_defer(text, rows, seq, seed, false, f, err);
+}
+
+static tf_status create_model_defer(const char *text, int rows, int seq, uint64_t seed,
+                                    bool defer_loss, fixture *f, tf_error *err)
 {
     memset(f, 0, sizeof *f);
     f->cfg = cfg_of(text);
@@ -304,7 +313,7 @@ static tf_status create_model(const char *text, int rows, int seq, uint64_t seed
     tf_model_create_args ca = {.size = sizeof ca, .section = tf_config_section(f->cfg, "model"),
                                .backend = bk, .be = f->be, .compute_dtype = TF_DTYPE_F32,
                                .matmul_mode = TF_MATMUL_FP32, .seed = seed, .max_rows = rows,
-                               .max_seq = seq};
+                               .max_seq = seq, .defer_loss = defer_loss};
     return mv->create(&ca, &f->m, err);
 }
 
@@ -1118,6 +1127,60 @@ START_TEST(forward_backward_contracts)
 }
 END_TEST
 
+/* defer_loss (ABI 1.2): forward leaves out.loss NaN and read_loss, asked
+ * after backward was queued, gives the loss a waiting forward gives, bit for
+ * bit; the gradients are the same too. */
+START_TEST(deferred_loss)
+{
+    if (!bk) return;
+    ck_assert(TF_HAS(mv, read_loss));
+    for (int task = 0; task < 2; task++) {
+        const char *cfg = tiny_cfg(task ? "task = \"question-answering\";" : NULL);
+        fixture f, d;
+        tf_error err = {0};
+        create_ok(cfg, 4, 6, 11, &f);
+        ck_assert_msg(create_model_defer(cfg, 4, 6, 11, true, &d, &err) == TF_OK, "%s", err.msg);
+        float got = -1;
+        ck_assert_int_eq(mv->read_loss(d.m, &got, &err), TF_ERR_RUNTIME);
+        ck_assert_msg(strstr(err.msg, "read_loss before a forward"), "%s", err.msg);
+        test_batch tb;
+        make_batch(&tb, 3, 6, !task);
+        if (task) {
+            tb.b.start_positions = tb.start;
+            tb.b.end_positions = tb.end;
+        }
+        tf_model_output of, od;
+        ck_assert_int_eq(mv->forward(f.m, &tb.b, true, &of, &err), TF_OK);
+        ck_assert_int_eq(mv->backward(f.m, 1.0f, NULL, NULL, &err), TF_OK);
+        ck_assert_msg(mv->forward(d.m, &tb.b, true, &od, &err) == TF_OK, "%s", err.msg);
+        ck_assert(isnan(od.loss));
+        ck_assert_int_eq(mv->backward(d.m, 1.0f, NULL, NULL, &err), TF_OK);
+        ck_assert_msg(mv->read_loss(d.m, &got, &err) == TF_OK, "%s", err.msg);
+        ck_assert(isfinite(of.loss) && of.loss > 0);
+        ck_assert(memcmp(&got, &of.loss, sizeof got) == 0);
+        float again = -1, plain = -1;
+        ck_assert_int_eq(mv->read_loss(d.m, &again, &err), TF_OK); /* read twice: the same */
+        ck_assert(memcmp(&again, &got, sizeof got) == 0);
+        ck_assert_int_eq(mv->read_loss(f.m, &plain, &err), TF_OK); /* without defer_loss too */
+        ck_assert(memcmp(&plain, &of.loss, sizeof got) == 0);
+        tf_model_buffers bf;
+        mv->buffers(f.m, &bf);
+        float *gf = host_grads(&f), *gd = host_grads(&d);
+        ck_assert(memcmp(gf, gd, bf.n * sizeof *gf) == 0);
+        free(gf);
+        free(gd);
+        /* no labels: no loss, 0 */
+        test_batch nb;
+        make_batch(&nb, 2, 5, false);
+        ck_assert_int_eq(mv->forward(d.m, &nb.b, false, &od, &err), TF_OK);
+        ck_assert_int_eq(mv->read_loss(d.m, &got, &err), TF_OK);
+        ck_assert_float_eq(got, 0.0f);
+        fixture_free(&f);
+        fixture_free(&d);
+    }
+}
+END_TEST
+
 /* QA positions outside [0, S] are clamped; S itself is ignored. */
 START_TEST(qa_position_clamping)
 {
@@ -1338,6 +1401,7 @@ static Suite *suite(void)
     tcase_add_test(m, layout_and_init);
     tcase_add_test(m, layout_alignment);
     tcase_add_test(m, forward_backward_contracts);
+    tcase_add_test(m, deferred_loss);
     tcase_add_test(m, qa_position_clamping);
     tcase_add_test(m, dropout_streams);
     tcase_add_test(m, save_and_reload);

@@ -214,6 +214,13 @@ struct tf_model {
     bool drop_attn, drop_hidden, drop_cls; /* dropout applied */
     uint64_t step;                /* training forwards so far: the dropout stream */
     int32_t *host_pos;            /* [2, max_rows] host staging for QA positions */
+    /* the loss of the last forward (tf_model_create_args.defer_loss) */
+    bool defer_loss;              /* forward queues the loss's copy; read_loss waits for it */
+    float *host_loss;             /* [2] pinned host memory: the per-term losses (defer_loss) */
+    tf_event *loss_ready;         /* recorded after host_loss's copy (defer_loss) */
+    bool loss_pending;            /* host_loss's copy queued, not yet waited for */
+    bool loss_known;              /* the last forward completed (backward does not clear it) */
+    float last_loss;              /* the batch's mean loss, once read */
     tf_model_info info;
     char source[BERT_PATH_MAX + 64];
     char vocab_file[BERT_PATH_MAX + 16];
@@ -230,6 +237,8 @@ tf_status bert_forward(tf_model *m, const tf_batch *b, bool train, tf_model_outp
                        tf_error *err);
 tf_status bert_backward(tf_model *m, float loss_scale, tf_grads_ready_fn ready, void *user,
                         tf_error *err);
+/* The batch's mean loss from the per-term means loss[2] (QA: start and end). */
+float bert_batch_loss(const tf_model *m, const float *loss);
 /* The arena: with base NULL only the size is computed. */
 size_t bert_acts_plan(tf_model *m, char *base);
 
