@@ -14,12 +14,21 @@
 
 BACKEND_CUDA_C_FILES = \
 	plugins/backend-cuda/backend_cuda.h \
-	plugins/backend-cuda/cuda_kernels_b.h \
+	plugins/backend-cuda/fused_kernels.h \
 	plugins/backend-cuda/gemm_align.h \
 	plugins/backend-cuda/backend.c \
+	plugins/backend-cuda/errors.c \
+	plugins/backend-cuda/device.c \
+	plugins/backend-cuda/config.c \
+	plugins/backend-cuda/probe.c \
 	plugins/backend-cuda/memory.c \
 	plugins/backend-cuda/stream.c \
-	plugins/backend-cuda/gemm.c
+	plugins/backend-cuda/gemm.c \
+	plugins/backend-cuda/reduce_ops.c \
+	plugins/backend-cuda/fused_ops.c \
+	plugins/backend-cuda/elementwise_ops.c \
+	plugins/backend-cuda/embedding_ops.c \
+	plugins/backend-cuda/optimizer_ops.c
 
 BACKEND_CUDA_KERNEL_FILES = \
 	plugins/backend-cuda/elementwise.cu \
@@ -58,7 +67,7 @@ SUFFIXES = .cu
 # What each kernel file includes (nvcc runs without automake's dependency
 # tracking).
 BACKEND_CUDA_KERNEL_DEPS = plugins/backend-cuda/backend_cuda.h \
-	plugins/backend-cuda/cuda_kernels_b.h core/include/tfcore/backend.h \
+	plugins/backend-cuda/fused_kernels.h core/include/tfcore/backend.h \
 	core/include/tfcore/config.h core/include/tfcore/dtype.h core/include/tfcore/error.h
 $(BACKEND_CUDA_KERNEL_OBJECTS): $(BACKEND_CUDA_KERNEL_DEPS) scripts/nvcc-libtool.sh
 
