@@ -106,6 +106,14 @@ tests_test_backend_cuda_attention_LDADD = $(TEST_LDADD) -lm
 TESTS += tests/test_backend_cuda tests/test_backend_cuda_attention \
 	tests/test_backend_cuda_sanitizer.sh
 endif
+# The probe when CUDA hangs (no GPU needed): the program's own blocking
+# cudaGetDeviceCount, exported so that the plugin binds to it.
+check_PROGRAMS += tests/test_backend_cuda_probe
+tests_test_backend_cuda_probe_SOURCES = tests/test_backend_cuda_probe.c
+tests_test_backend_cuda_probe_CPPFLAGS = $(AM_CPPFLAGS)
+tests_test_backend_cuda_probe_LDFLAGS = -export-dynamic
+tests_test_backend_cuda_probe_LDADD = -ldl
+TESTS += tests/test_backend_cuda_probe
 # The transformers reference test (tests/ref/model_bert_vs_hf.py) on backend-cuda.
 TESTS += tests/test_gpu_ref.sh
 endif

@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -57,10 +58,20 @@ tf_status cuda_count_devices(int *count, char *why, size_t n)
  * after scanning the plugins (comm-nccl: one process per GPU): a child forked
  * after the parent initialized CUDA cannot use CUDA at all. The child writes
  * '1' (usable) or '0' and the reason down a pipe. A child that has not
- * answered within CUDA_PROBE_TIMEOUT_MS (cuInit can hang on a wedged driver)
- * is killed and the plugin reported unable to run, as comm-nccl's probe does.
+ * answered within the time limit (cuInit can hang on a wedged driver) is
+ * killed and the plugin reported unable to run, as comm-nccl's probe does:
+ * 60 s, or TFCORE_CUDA_PROBE_TIMEOUT_S (whole seconds, 1 to 3600).
  * If no child can be made, the question is asked here after all. */
-#define CUDA_PROBE_TIMEOUT_MS 60000
+#define CUDA_PROBE_TIMEOUT_S 60
+
+static long long probe_timeout_ms(void)
+{
+    const char *v = getenv("TFCORE_CUDA_PROBE_TIMEOUT_S");
+    char *end;
+    long s = v ? strtol(v, &end, 10) : 0;
+    if (!v || end == v || *end || s < 1 || s > 3600) s = CUDA_PROBE_TIMEOUT_S;
+    return (long long)s * 1000;
+}
 
 static int probe_in_child(char *buf, size_t n)
 {
@@ -90,18 +101,19 @@ static int probe_in_child(char *buf, size_t n)
     char msg[512];
     size_t got = 0;
     bool timed_out = false;
+    const long long limit_ms = probe_timeout_ms();
     struct timespec t0, now;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (;;) {
         clock_gettime(CLOCK_MONOTONIC, &now);
         long long waited = (long long)(now.tv_sec - t0.tv_sec) * 1000 +
                            (now.tv_nsec - t0.tv_nsec) / 1000000;
-        if (waited >= CUDA_PROBE_TIMEOUT_MS) {
+        if (waited >= limit_ms) {
             timed_out = true;
             break;
         }
         struct pollfd pfd = {fd[0], POLLIN, 0};
-        int pr = poll(&pfd, 1, (int)(CUDA_PROBE_TIMEOUT_MS - waited));
+        int pr = poll(&pfd, 1, (int)(limit_ms - waited));
         if (pr < 0 && errno == EINTR) continue;
         if (pr == 0) {
             timed_out = true;
@@ -123,7 +135,7 @@ static int probe_in_child(char *buf, size_t n)
     if (timed_out) {
         snprintf(buf, n, "no CUDA device: the probe process (cudaGetDeviceCount) did not answer "
                          "in %d s and was killed",
-                 CUDA_PROBE_TIMEOUT_MS / 1000);
+                 (int)(limit_ms / 1000));
         return 0;
     }
     if (got == 0 || (msg[0] != '0' && msg[0] != '1')) {
