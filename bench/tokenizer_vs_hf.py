@@ -44,7 +44,14 @@ from transformers.utils import logging
 logging.set_verbosity_error()
 vocab, path, max_length, repeat = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 texts = open(path, encoding="utf-8").read().split("\n")[:-1]
-tok = BertTokenizerFast(vocab_file=vocab).backend_tokenizer
+# the path positionally: transformers 5.x ignores vocab_file=... and builds a
+# 5-token vocabulary without a word; a wrong size stops the benchmark
+fast = BertTokenizerFast(vocab)
+lines = open(vocab, encoding="utf-8").read().split("\n")
+lines = lines[:-1] if lines and lines[-1] == "" else lines
+if fast.vocab_size != len(lines):
+    sys.exit("BertTokenizerFast loaded %d tokens from %s, which has %d lines" % (fast.vocab_size, vocab, len(lines)))
+tok = fast.backend_tokenizer
 if max_length:
     tok.enable_truncation(max_length)
     tok.enable_padding(length=max_length)

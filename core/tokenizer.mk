@@ -27,5 +27,5 @@ bench_tokenizer_bench_SOURCES = bench/tokenizer_bench.c
 bench_tokenizer_bench_CPPFLAGS = $(AM_CPPFLAGS)
 bench_tokenizer_bench_LDADD = core/libtfcore.la
 
-EXTRA_DIST += tests/ref/tokenizer_vs_hf.py tests/ref/tokenizer_corpus.py \
+EXTRA_DIST += tests/ref/tokenizer_vs_hf.py tests/ref/tokenizer_corpus.py tests/ref/hf_vocab.py \
 	tests/ref/tokenizer_unicode_tables.py tests/data/tokenizer bench/tokenizer_vs_hf.py

@@ -89,6 +89,7 @@ SLOT_AT(tf_model_vtable, backward, 8);
 SLOT_AT(tf_model_vtable, save, 9);
 SLOT_AT(tf_model_vtable, reserve, 10);
 SLOT_AT(tf_model_vtable, set_step, 11);
+SLOT_AT(tf_model_vtable, read_loss, 12); /* 1.2 */
 
 SLOT_AT(tf_dataset_vtable, check_config, 0);
 SLOT_AT(tf_dataset_vtable, open, 1);

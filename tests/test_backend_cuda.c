@@ -1,5 +1,5 @@
 /* test_backend_cuda.c — backend-cuda against backend-cpu, op by op, for
- * every op engineer A owns (GEMM and its epilogues, sum_rows, sum_squares,
+ * every op outside the fused kernels (GEMM and its epilogues, sum_rows, sum_squares,
  * finite_check, GELU, tanh, dropout, add, scale, cast, embeddings, AdamW),
  * plus memory, streams, events, device selection and the error paths.
  *

@@ -81,13 +81,33 @@ expect 3 "timeout_zero\.cfg:5: comm\.timeout_s must be in \[0\.1, 604800\], got 
 expect 3 "boot_timeout_string\.cfg:5: comm\.bootstrap_timeout_s must be a number" cc boot_timeout_string.cfg
 expect 3 "reduce_bf16\.cfg:5: comm\.reduce_dtype must be \"f32\", got \"bf16\"" cc reduce_bf16.cfg
 expect 3 "typo\.cfg:5: unknown key 'comm\.bootstrp' \(did you mean 'bootstrap'\?\)" cc typo.cfg
-if ldd "$so" | grep -q libmpi; then mpi=yes; else mpi=no; fi
+# libmpi is never linked (no NEEDED entry): built with Open MPI, the plugin
+# opens it when bootstrap "mpi" is chosen, so it loads without Open MPI
+if readelf -d "$so" | grep NEEDED | grep -q libmpi; then
+    bad "$so links libmpi: $(readelf -d "$so" | grep NEEDED | grep libmpi)"
+else ok; fi
+if grep -aq 'libmpi\.so\.40' "$so"; then mpi=yes; else mpi=no; fi
 printf 'comm = {\n  plugin = "nccl";\n  bootstrap = "mpi";\n};\n' >"$tmp/mpi.cfg"
 if [ $mpi = yes ]; then
     expect 0 "^ok$" "$drv" check-config "$so" "$tmp/mpi.cfg"
 else
     expect 3 "mpi.cfg:3: comm\.bootstrap = \"mpi\" but this comm-nccl was built without Open MPI" \
         "$drv" check-config "$so" "$tmp/mpi.cfg"
+fi
+# Where Open MPI is absent (its libmpi hidden in a private mount namespace):
+# the plugin still loads and checks its config, and bootstrap "mpi" says in
+# one line that it needs Open MPI
+libmpi=$(ldconfig -p 2>/dev/null | sed -n 's/^[[:space:]]*libmpi\.so\.40 .* => //p' | head -n 1)
+if [ $mpi = yes ] && [ -n "$libmpi" ] && unshare -m true 2>/dev/null; then
+    hide="mount --bind /dev/null \"\$(readlink -f '$libmpi')\" &&"
+    expect 0 "^ok$" unshare -m sh -c "$hide exec \"\$0\" \"\$@\"" \
+        "$drv" check-config "$so" "$tmp/mpi.cfg"
+    expect nz "rank 1: bootstrap \"mpi\" needs Open MPI, and libmpi\.so\.40 cannot be loaded \(.*\); install Open MPI or use bootstrap = \"file\"" \
+        unshare -m sh -c "$hide exec \"\$0\" \"\$@\"" \
+        env OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_RANK=1 \
+        "$drv" run "$so" --world 2 --launch external --rank 1 -o comm.bootstrap=mpi
+else
+    echo "SKIP: comm-nccl without Open MPI: needs Open MPI's libmpi.so.40 to hide and unshare -m (root)"
 fi
 
 # --- init up to the GPU, with a fake backend (native streams, no device) -----------

@@ -77,19 +77,32 @@ static tf_status make_segments(tf_trainer *t, tf_error *err)
     return TF_OK;
 }
 
-/* Host and backend batch buffers for rows_cap x seq_cap. */
+/* Host and backend batch buffers for rows_cap x seq_cap. For a device
+ * backend (host_memory absent or false) the host block is its pinned host
+ * memory, so uploads are asynchronous copies (from pageable memory CUDA
+ * stages them and the host waits); a host-memory backend gets plain memory. */
 static tf_status alloc_batches(tf_trainer *t, tf_error *err)
 {
     size_t rs = (size_t)t->rows_cap * (size_t)t->seq_cap, r = (size_t)t->rows_cap;
     /* layout of both blocks: ids, types, mask [rs] i32; labels, start, end [r] i32; feature [r] i64 */
     size_t bytes = (3 * rs + 3 * r) * sizeof(int32_t) + r * sizeof(int64_t);
-    char *h = calloc(1, bytes);
-    if (!h) return tf_error_set(err, TF_ERR_RUNTIME, "out of memory for a %d x %d batch", t->rows_cap, t->seq_cap);
-    tf_status st = t->bvt->alloc(t->be, bytes, TF_MEM_DEVICE, &t->dev_block, err);
-    if (st) {
-        free(h);
-        return st;
+    tf_status st;
+    void *hv = NULL;
+    t->host_pinned = !(TF_HAS(t->bvt, host_memory) && t->bvt->host_memory(t->be));
+    if (t->host_pinned) {
+        if ((st = t->bvt->alloc(t->be, bytes, TF_MEM_HOST_PINNED, &hv, err))) return st;
+        memset(hv, 0, bytes);
+        if ((st = t->bvt->event_create(t->be, &t->upload_done, err))) {
+            t->bvt->free(t->be, hv, TF_MEM_HOST_PINNED);
+            return st;
+        }
+    } else if (!(hv = calloc(1, bytes))) {
+        return tf_error_set(err, TF_ERR_RUNTIME, "out of memory for a %d x %d batch", t->rows_cap, t->seq_cap);
     }
+    char *h = hv;
+    /* from here on teardown frees the host block (t->host.feature_index is its start) */
+    t->host.feature_index = (int64_t *)h;
+    if ((st = t->bvt->alloc(t->be, bytes, TF_MEM_DEVICE, &t->dev_block, err))) return st;
     char *d = t->dev_block;
     tf_batch *bs[2] = {&t->host, &t->dev};
     char *base[2] = {h, d};
@@ -121,6 +134,15 @@ static tf_status alloc_batches(tf_trainer *t, tf_error *err)
     return TF_OK;
 }
 
+tf_status tf_trainer_host_batch_free(tf_trainer *t, tf_error *err)
+{
+    if (!t->upload_pending) return TF_OK;
+    tf_status st = t->bvt->event_sync(t->be, t->upload_done, err);
+    if (st) return st;
+    t->upload_pending = false;
+    return TF_OK;
+}
+
 /* Copy the filled host batch to the backend, packed for its actual seq. */
 tf_status tf_trainer_upload(tf_trainer *t, tf_error *err)
 {
@@ -141,6 +163,12 @@ tf_status tf_trainer_upload(tf_trainer *t, tf_error *err)
         if (!c[i].dst || !c[i].n) continue;
         tf_status st = t->bvt->memcpy(t->be, c[i].dst, c[i].src, c[i].n, TF_COPY_HOST_TO_DEVICE, NULL);
         if (st) return tf_error_set(err, st, "copying a batch to the %s backend failed", t->plan->plugin[TF_KIND_BACKEND]->desc->name);
+    }
+    if (t->host_pinned) {
+        tf_status st = t->bvt->event_record(t->be, t->upload_done, NULL);
+        if (st) return tf_error_set(err, st, "recording the end of a batch upload on the %s backend failed",
+                                    t->plan->plugin[TF_KIND_BACKEND]->desc->name);
+        t->upload_pending = true;
     }
     return TF_OK;
 }
@@ -189,8 +217,11 @@ tf_status tf_trainer_setup(tf_trainer *t, const tf_plan *plan, const tf_worker *
                             plan->plugin[TF_KIND_BACKEND]->desc->name, plan->plugin[TF_KIND_PRECISION]->desc->name,
                             tf_dtype_name(act));
 
+    /* a model that can read its loss later leaves it on the device in forward,
+     * so a step queues backward before the host waits for the loss */
+    t->defer_loss = TF_HAS(t->mvt, read_loss);
     tf_model_create_args mc = {sizeof mc, tf_config_section(cfg, "model"), t->bvt, t->be, act, mm,
-                               (uint64_t)a->seed, 0, 0};
+                               (uint64_t)a->seed, 0, 0, t->defer_loss};
     if ((st = t->mvt->create(&mc, &t->model, err))) return st;
     t->info = t->mvt->info(t->model);
     tf_info("model: %s, %d layers, hidden %d, %s", t->info->source, t->info->num_layers,
@@ -232,8 +263,15 @@ void tf_trainer_teardown(tf_trainer *t)
         if (t->dev_scalars) t->bvt->free(t->be, t->dev_scalars, TF_MEM_DEVICE);
         if (t->dev_flag) t->bvt->free(t->be, t->dev_flag, TF_MEM_DEVICE);
         if (t->dev_block) t->bvt->free(t->be, t->dev_block, TF_MEM_DEVICE);
+        if (t->upload_done) {
+            tf_error ignore;
+            if (t->upload_pending) (void)t->bvt->event_sync(t->be, t->upload_done, &ignore);
+            t->bvt->event_destroy(t->be, t->upload_done);
+        }
+        if (t->host_pinned && t->host.feature_index)
+            t->bvt->free(t->be, t->host.feature_index, TF_MEM_HOST_PINNED); /* the start of the host block */
     }
-    free(t->host.feature_index); /* the start of the host block */
+    if (!t->host_pinned) free(t->host.feature_index); /* the start of the host block */
     if (t->ds) t->dvt->close(t->ds);
     if (t->model) t->mvt->destroy(t->model);
     if (t->prec) t->pvt->destroy(t->prec);
@@ -266,11 +304,26 @@ static tf_status clip_gradients(tf_trainer *t, double *norm_out, tf_error *err)
 /* Forward + backward on rows idx[n] of the training split; *loss gets the
  * batch's mean loss. backward_scale multiplies the loss gradient; ready (may
  * be NULL) is the model's grads-ready callback for this backward. */
+/* A micro-batch's loss as the step counts it. With loss scaling (fp16) an
+ * overflow is the scaler's business: its gradients come out non-finite and
+ * the step is skipped, as GradScaler does. Without, a non-finite loss means
+ * the run diverged. */
+static tf_status take_loss(tf_trainer *t, float got, double *loss, tf_error *err)
+{
+    bool scaling = t->pvt->loss_scale(t->prec) != 1.0f;
+    if (!isfinite(got) && !scaling)
+        return tf_error_set(err, TF_ERR_RUNTIME, "step %lld: the training loss is %s; stopping",
+                            (long long)t->global_step + 1, isnan(got) ? "nan" : "inf");
+    *loss = isfinite(got) ? got : 0.0; /* an overflowed micro-batch adds nothing to the logged loss */
+    return TF_OK;
+}
+
 static tf_status micro_batch(tf_trainer *t, const size_t *idx, size_t n, double *loss, float backward_scale,
                              tf_grads_ready_fn ready, tf_error *err)
 {
     double t0 = tf_now();
-    tf_status st = t->dvt->fill_batch(t->ds, TF_SPLIT_TRAIN, idx, n, &t->host, err);
+    tf_status st = tf_trainer_host_batch_free(t, err);
+    if (!st) st = t->dvt->fill_batch(t->ds, TF_SPLIT_TRAIN, idx, n, &t->host, err);
     if (!st) st = tf_trainer_upload(t, err);
     if (st) return st;
     double t1 = tf_now();
@@ -280,16 +333,13 @@ static tf_status micro_batch(tf_trainer *t, const size_t *idx, size_t n, double 
     if ((st = t->mvt->forward(t->model, &t->dev, true, &out, err))) return st;
     double t2 = tf_now();
     t->phase[TF_PHASE_FORWARD] += t2 - t1;
-    /* With loss scaling (fp16) an overflow is the scaler's business: its
-     * gradients come out non-finite and the step is skipped, as GradScaler
-     * does. Without, a non-finite loss means the run diverged. */
-    bool scaling = t->pvt->loss_scale(t->prec) != 1.0f;
-    if (!isfinite(out.loss) && !scaling)
-        return tf_error_set(err, TF_ERR_RUNTIME, "step %lld: the training loss is %s; stopping",
-                            (long long)t->global_step + 1, isnan(out.loss) ? "nan" : "inf");
-    *loss = isfinite(out.loss) ? out.loss : 0.0; /* an overflowed micro-batch adds nothing to the logged loss */
+    if (!t->defer_loss && (st = take_loss(t, out.loss, loss, err))) return st;
     if (ready) tf_grad_buckets_begin(&t->buckets);
     if ((st = t->mvt->backward(t->model, backward_scale, ready, ready ? &t->buckets : NULL, err))) return st;
+    if (t->defer_loss) { /* backward is queued: waiting for forward's loss leaves the device busy */
+        float got;
+        if ((st = t->mvt->read_loss(t->model, &got, err)) || (st = take_loss(t, got, loss, err))) return st;
+    }
     t->phase[TF_PHASE_BACKWARD] += tf_now() - t2;
     return TF_OK;
 }

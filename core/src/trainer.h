@@ -54,6 +54,11 @@ typedef struct tf_trainer {
     tf_batch host;            /* host batch buffers, [rows_cap, seq_cap] each */
     tf_batch dev;             /* the same in backend memory */
     void *dev_block;          /* one allocation behind every dev array */
+    bool host_pinned;         /* host's block is the backend's pinned host memory (a device
+                                 backend): uploads are asynchronous */
+    tf_event *upload_done;    /* recorded after the last upload (host_pinned) */
+    bool upload_pending;      /* that upload may still be reading the host block */
+    bool defer_loss;          /* the model queues the loss; read_loss after backward is queued */
     int rows_cap, seq_cap;
 
     tf_model_buffers buf;     /* params [n], grads [n] (the model's) */

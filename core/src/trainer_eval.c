@@ -75,12 +75,15 @@ tf_status tf_trainer_evaluate(tf_trainer *t, double epoch, tf_metrics *out, tf_e
     for (size_t first = lo; !st && first < hi; first += B) {
         size_t n = hi - first < B ? hi - first : B;
         for (size_t i = 0; i < n; i++) idx[i] = first + i;
+        if ((st = tf_trainer_host_batch_free(t, err))) break;
         if ((st = t->dvt->fill_batch(t->ds, TF_SPLIT_EVAL, idx, n, &t->host, err))) break;
         if ((st = tf_trainer_upload(t, err))) break;
         tf_model_output o;
         if ((st = t->mvt->forward(t->model, &t->dev, false, &o, err))) break;
         if ((st = logits_to_host(t, &o, logits + first * (size_t)cols, cols, staging, err))) break;
-        loss_sum += (double)o.loss * (double)n;
+        float loss = o.loss;
+        if (t->defer_loss && (st = t->mvt->read_loss(t->model, &loss, err))) break;
+        loss_sum += (double)loss * (double)n;
         batches++;
     }
     if (!st && t->world > 1) {

@@ -44,7 +44,13 @@ tf_status tf_trainer_reduce_to_root(tf_trainer *t, tf_error *err);
 tf_status tf_trainer_step(tf_trainer *t, tf_sampler *s, const tf_lr_schedule *lrs, int64_t step_in_epoch,
                           double *step_loss, double *lr, double *norm, bool *skipped, tf_error *err);
 
-/* Copy t->host (filled by the dataset) into t->dev. */
+/* Wait until t->host may be refilled: from pinned memory the last upload is
+ * asynchronous and may still be reading it (in a training step it has long
+ * finished, so this returns at once). Call before every fill_batch. */
+tf_status tf_trainer_host_batch_free(tf_trainer *t, tf_error *err);
+
+/* Copy t->host (filled by the dataset) into t->dev (queued on the backend's
+ * stream; from pinned memory the host does not wait for it). */
 tf_status tf_trainer_upload(tf_trainer *t, tf_error *err);
 
 /* Evaluate on the whole eval split; fills t->last_eval (eval_loss (not for QA, as Trainer), the

@@ -58,7 +58,7 @@
 #include <limits.h>
 #include <math.h>
 
-#include "cuda_kernels_b.h"
+#include "fused_kernels.h"
 
 /* ------------------------------------------------------------------------ */
 /* shared pieces                                                             */

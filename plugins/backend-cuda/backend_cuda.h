@@ -6,10 +6,11 @@
  *    launcher enqueues its kernels on the stream it is given, returns the
  *    launch status (cudaGetLastError) and never synchronizes;
  *  - the backend, stream and event objects and the helpers of the C files
- *    (backend.c, memory.c, stream.c, gemm.c), compiled by gcc only.
+ *    (backend.c, errors.c, device.c, config.c, probe.c, memory.c, stream.c,
+ *    gemm.c and the *_ops.c glue), compiled by gcc only.
  *
- * Engineer B's kernels (layernorm, attention, cross-entropy) are declared in
- * cuda_kernels_b.h with the same conventions.
+ * The fused kernels (layernorm, attention, cross-entropy) are declared in
+ * fused_kernels.h with the same conventions.
  */
 #ifndef TF_BACKEND_CUDA_H
 #define TF_BACKEND_CUDA_H
@@ -291,7 +292,7 @@ struct tf_stream {
      * two GEMMs running at once on two streams must not share it. */
     void *lt_ws;
     size_t lt_ws_bytes;
-    /* Op workspace (sum_rows, sum_squares, embedding backward and engineer B's
+    /* Op workspace (sum_rows, sum_squares, embedding backward and the fused
      * ops): grow-only, [ws_bytes] bytes, per stream for the same reason. */
     void *ws;
     size_t ws_bytes;
@@ -350,6 +351,9 @@ tf_status cuda_need_min(tf_error *err, const char *op, const char *name, long lo
                         long long lo);
 /* TF_ERR_PLUGIN unless dt is an activation dtype (F32, F16, BF16). */
 tf_status cuda_need_act(tf_error *err, const char *op, const char *name, tf_dtype dt);
+/* A launcher's result: OK, or one line with the op and its shape. */
+tf_status cuda_launched(tf_error *err, const char *op, cudaError_t e, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* "1.50 GiB", "12.0 MiB", "512 bytes" into buf. */
 const char *cuda_bytes(char *buf, size_t n, size_t bytes);
 
@@ -404,6 +408,85 @@ tf_status cuda_take_id_error(tf_backend *be, tf_error *err);
 tf_status cuda_gemm(tf_backend *be, tf_stream *s, const tf_gemm_desc *g, tf_error *err);
 bool cuda_gemm_cache_new(tf_backend *be); /* false: out of host memory */
 void cuda_gemm_cache_free(tf_backend *be);
+
+/* --- config.c ---------------------------------------------------------------- */
+typedef struct cuda_config {
+    long long device_offset;
+    long long lt_ws_mib;
+    bool lt_gelu;
+} cuda_config;
+/* The "backend" section's keys (defaults when section is NULL). */
+tf_status cuda_read_config(tf_section *section, cuda_config *c, tf_error *err);
+tf_status cuda_check_config(tf_section *section, tf_error *err);
+
+/* --- probe.c ----------------------------------------------------------------- */
+/* "13.0" from CUDA's 13000. */
+void cuda_version_text(char *buf, size_t n, int v);
+/* TF_OK with *count >= 1 when a device is usable; else why in why[n] (in
+ * this process: initialises CUDA here). */
+tf_status cuda_count_devices(int *count, char *why, size_t n);
+int cuda_probe(char *why, size_t n);        /* the descriptor's probe */
+int cuda_device_count(char *why, size_t n); /* the vtable's device_count */
+
+/* --- the glue of the ops (the vtable's slots) --------------------------------- */
+/* reduce_ops.c */
+tf_status cuda_sum_rows(tf_backend *be, tf_stream *s, const void *dy, tf_dtype dt, int rows,
+                        int cols, float *dbias, bool accumulate, tf_error *err);
+tf_status cuda_sum_squares(tf_backend *be, tf_stream *s, const float *x, size_t n, float *out,
+                           tf_error *err);
+tf_status cuda_finite_check(tf_backend *be, tf_stream *s, const void *x, size_t n, tf_dtype dt,
+                            int32_t *found, tf_error *err);
+/* fused_ops.c */
+tf_status cuda_layernorm_fwd(tf_backend *be, tf_stream *s, const void *x, const void *residual,
+                             void *in_out, void *y, const float *gamma, const float *beta,
+                             float *mean, float *rstd, int rows, int cols, float eps, tf_dtype dt,
+                             tf_error *err);
+tf_status cuda_layernorm_bwd(tf_backend *be, tf_stream *s, const void *dy, const void *in,
+                             const float *gamma, const float *mean, const float *rstd, void *dx,
+                             bool dx_accumulate, float *dgamma, float *dbeta, int rows, int cols,
+                             tf_dtype dt, tf_error *err);
+size_t cuda_attention_save_bytes(tf_backend *be, const tf_attention_desc *d);
+tf_status cuda_attention_fwd(tf_backend *be, tf_stream *s, const tf_attention_desc *d,
+                             const void *qkv, const int32_t *mask, void *out, void *save,
+                             bool train, tf_error *err);
+tf_status cuda_attention_bwd(tf_backend *be, tf_stream *s, const tf_attention_desc *d,
+                             const void *qkv, const int32_t *mask, const void *out,
+                             const void *save, const void *dout, void *dqkv, tf_error *err);
+tf_status cuda_cross_entropy(tf_backend *be, tf_stream *s, const void *logits, int64_t ld_logits,
+                             tf_dtype dt, int rows, int classes, const int32_t *labels,
+                             int ignore_index, float *loss, void *dlogits, float grad_scale,
+                             tf_error *err);
+/* elementwise_ops.c */
+tf_status cuda_gelu_fwd(tf_backend *be, tf_stream *s, const void *x, void *y, size_t n,
+                        tf_gelu_kind kind, tf_dtype dt, tf_error *err);
+tf_status cuda_gelu_bwd(tf_backend *be, tf_stream *s, const void *dy, const void *x, void *dx,
+                        size_t n, tf_gelu_kind kind, tf_dtype dt, tf_error *err);
+tf_status cuda_tanh_fwd(tf_backend *be, tf_stream *s, const void *x, void *y, size_t n,
+                        tf_dtype dt, tf_error *err);
+tf_status cuda_tanh_bwd(tf_backend *be, tf_stream *s, const void *dy, const void *y, void *dx,
+                        size_t n, tf_dtype dt, tf_error *err);
+tf_status cuda_dropout_fwd(tf_backend *be, tf_stream *s, const void *x, void *y, uint8_t *keep,
+                           size_t n, float p, uint64_t seed, uint64_t offset, tf_dtype dt,
+                           tf_error *err);
+tf_status cuda_dropout_bwd(tf_backend *be, tf_stream *s, const void *dy, const uint8_t *keep,
+                           void *dx, size_t n, float p, tf_dtype dt, tf_error *err);
+tf_status cuda_add(tf_backend *be, tf_stream *s, const void *a, const void *b, void *y, size_t n,
+                   tf_dtype dt, tf_error *err);
+tf_status cuda_scale(tf_backend *be, tf_stream *s, void *x, size_t n, float alpha, tf_dtype dt,
+                     tf_error *err);
+tf_status cuda_cast(tf_backend *be, tf_stream *s, const void *src, tf_dtype src_dt, void *dst,
+                    tf_dtype dst_dt, size_t n, tf_error *err);
+/* embedding_ops.c */
+tf_status cuda_embedding_fwd(tf_backend *be, tf_stream *s, const int32_t *ids, int rows,
+                             const float *table, int vocab, int dim, void *out, bool accumulate,
+                             tf_dtype dt, tf_error *err);
+tf_status cuda_embedding_bwd(tf_backend *be, tf_stream *s, const int32_t *ids, int rows,
+                             const void *dout, tf_dtype dt, float *dtable, int vocab, int dim,
+                             tf_error *err);
+/* optimizer_ops.c */
+tf_status cuda_adamw(tf_backend *be, tf_stream *s, float *params, const float *grads, float *m,
+                     float *v, const tf_adamw_segment *segs, size_t nsegs,
+                     const tf_adamw_hyper *h, tf_error *err);
 #endif /* !__CUDACC__ */
 
 #endif

@@ -23,7 +23,7 @@
 #include <float.h>
 #include <math.h>
 
-#include "cuda_kernels_b.h"
+#include "fused_kernels.h"
 
 #define CE_REDUCE_THREADS 1024 /* the count and final-sum kernels: one block */
 #define CE_ROW_MAX_THREADS 512

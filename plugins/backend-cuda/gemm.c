@@ -41,6 +41,7 @@
 #include <string.h>
 
 #include "backend_cuda.h"
+#include "gemm_align.h"
 #include "tfcore/log.h"
 
 #define GEMM_CACHE_SLOTS 1024 /* power of two */
@@ -110,14 +111,7 @@ static uint64_t key_hash(const gemm_key *k)
 
 /* Largest power of two (<= 256) dividing the address: what cuBLASLt's
  * MIN_ALIGNMENT preferences describe. NULL (an unused operand) counts as 256. */
-static uint32_t align_of(const void *p)
-{
-    uintptr_t a = (uintptr_t)p;
-    if (!a) return 256;
-    uint32_t r = 1;
-    while (r < 256 && !(a & r)) r <<= 1;
-    return r;
-}
+static uint32_t align_of(const void *p) { return tfc_gemm_operand_align(p, 1, 0, 1); }
 
 static cudaDataType_t cuda_type(tf_dtype dt)
 {
@@ -403,11 +397,14 @@ static void fill_key(gemm_key *k, const tf_gemm_desc *g, cublasLtEpilogue_t epi,
     k->stride_a = g->batch > 1 ? g->stride_a : 0;
     k->stride_b = g->batch > 1 ? g->stride_b : 0;
     k->stride_c = g->batch > 1 ? g->stride_c : 0;
-    k->align_a = align_of(a);
-    k->align_b = align_of(b);
-    k->align_c = align_of(c);
+    /* every matrix of a strided batch, not only the first, must have the
+     * alignment the heuristic is told */
+    size_t ab = tf_dtype_size(g->ab_dtype), cb = tf_dtype_size(g->c_dtype);
+    k->align_a = tfc_gemm_operand_align(a, g->batch, k->stride_a, ab);
+    k->align_b = tfc_gemm_operand_align(b, g->batch, k->stride_b, ab);
+    k->align_c = tfc_gemm_operand_align(c, g->batch, k->stride_c, cb);
     k->align_bias = bias ? align_of(bias) : 0;
-    k->align_aux = aux ? align_of(aux) : 0;
+    k->align_aux = aux ? tfc_gemm_operand_align(aux, g->batch, k->stride_c, cb) : 0;
 }
 
 static tf_status lt_fail(tf_error *err, const tf_gemm_desc *g, const char *what, cublasStatus_t s)

@@ -31,7 +31,7 @@
 #include <float.h>
 #include <math.h>
 
-#include "cuda_kernels_b.h"
+#include "fused_kernels.h"
 
 #define LN_ITEMS 4      /* 16-byte vectors a thread caches in the vector kernels */
 #define LN_MAX_THREADS 1024

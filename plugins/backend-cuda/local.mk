@@ -14,11 +14,21 @@
 
 BACKEND_CUDA_C_FILES = \
 	plugins/backend-cuda/backend_cuda.h \
-	plugins/backend-cuda/cuda_kernels_b.h \
+	plugins/backend-cuda/fused_kernels.h \
+	plugins/backend-cuda/gemm_align.h \
 	plugins/backend-cuda/backend.c \
+	plugins/backend-cuda/errors.c \
+	plugins/backend-cuda/device.c \
+	plugins/backend-cuda/config.c \
+	plugins/backend-cuda/probe.c \
 	plugins/backend-cuda/memory.c \
 	plugins/backend-cuda/stream.c \
-	plugins/backend-cuda/gemm.c
+	plugins/backend-cuda/gemm.c \
+	plugins/backend-cuda/reduce_ops.c \
+	plugins/backend-cuda/fused_ops.c \
+	plugins/backend-cuda/elementwise_ops.c \
+	plugins/backend-cuda/embedding_ops.c \
+	plugins/backend-cuda/optimizer_ops.c
 
 BACKEND_CUDA_KERNEL_FILES = \
 	plugins/backend-cuda/elementwise.cu \
@@ -57,9 +67,19 @@ SUFFIXES = .cu
 # What each kernel file includes (nvcc runs without automake's dependency
 # tracking).
 BACKEND_CUDA_KERNEL_DEPS = plugins/backend-cuda/backend_cuda.h \
-	plugins/backend-cuda/cuda_kernels_b.h core/include/tfcore/backend.h \
+	plugins/backend-cuda/fused_kernels.h core/include/tfcore/backend.h \
 	core/include/tfcore/config.h core/include/tfcore/dtype.h core/include/tfcore/error.h
 $(BACKEND_CUDA_KERNEL_OBJECTS): $(BACKEND_CUDA_KERNEL_DEPS) scripts/nvcc-libtool.sh
+
+# The GEMM operand alignment (gemm_align.h) is plain arithmetic: tested on
+# every machine, with or without CUDA.
+if HAVE_CHECK
+check_PROGRAMS += tests/test_gemm_align
+tests_test_gemm_align_SOURCES = tests/test_gemm_align.c plugins/backend-cuda/gemm_align.h
+tests_test_gemm_align_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/plugins/backend-cuda
+tests_test_gemm_align_LDADD = $(TEST_LDADD)
+TESTS += tests/test_gemm_align
+endif
 
 if HAVE_CUDA
 plugin_LTLIBRARIES += plugins/backend-cuda/tfcore-backend-cuda.la
@@ -86,6 +106,14 @@ tests_test_backend_cuda_attention_LDADD = $(TEST_LDADD) -lm
 TESTS += tests/test_backend_cuda tests/test_backend_cuda_attention \
 	tests/test_backend_cuda_sanitizer.sh
 endif
+# The probe when CUDA hangs (no GPU needed): the program's own blocking
+# cudaGetDeviceCount, exported so that the plugin binds to it.
+check_PROGRAMS += tests/test_backend_cuda_probe
+tests_test_backend_cuda_probe_SOURCES = tests/test_backend_cuda_probe.c
+tests_test_backend_cuda_probe_CPPFLAGS = $(AM_CPPFLAGS)
+tests_test_backend_cuda_probe_LDFLAGS = -export-dynamic
+tests_test_backend_cuda_probe_LDADD = -ldl
+TESTS += tests/test_backend_cuda_probe
 # The transformers reference test (tests/ref/model_bert_vs_hf.py) on backend-cuda.
 TESTS += tests/test_gpu_ref.sh
 endif

@@ -467,7 +467,9 @@ tf_status nccl_boot_exchange(nccl_boot *b, nccl_make_id_fn make_id, ncclUniqueId
 tf_status nccl_boot_agree(nccl_boot *b, tf_status mine, const tf_error *mine_err, tf_error *err)
 {
     if (b->kind == NCCL_BOOT_LAUNCHER) return launcher_agree(b, mine, mine_err, err);
-    if (b->kind == NCCL_BOOT_MPI && b->world_size > 1) {
+    /* without a running MPI (libmpi missing, MPI_Init failed) there is no one
+     * to agree with: this rank's own error stands, and mpirun stops the job */
+    if (b->kind == NCCL_BOOT_MPI && b->world_size > 1 && nccl_mpi_running()) {
         int first = -1;
         char why[TF_ERROR_MSG_MAX] = "";
         tf_status st = nccl_mpi_agree(mine == TF_OK, mine ? mine_err->msg : "", &first, why,

@@ -96,6 +96,8 @@ tf_status nccl_mpi_bcast_id(ncclUniqueId *id, tf_error *err);
  * rank, whose message is copied into why[n]. */
 tf_status nccl_mpi_agree(bool ok, const char *mine_why, int *first_failed, char *why, size_t n,
                          tf_error *err);
+/* True once nccl_mpi_start made the bootstrap communicator. */
+bool nccl_mpi_running(void);
 /* clean: free the bootstrap communicator, and MPI_Finalize if started_here. */
 void nccl_mpi_end(bool started_here, bool clean);
 

@@ -19,9 +19,11 @@
  *     attention.output.dense.{weight,bias}, attention.output.LayerNorm.{weight,bias},
  *     intermediate.dense.{weight,bias}, output.dense.{weight,bias},
  *     output.LayerNorm.{weight,bias}
- * Every tensor starts on a multiple of BERT_ALIGN elements (16 bytes), except
- * that key/value follow query without a gap so the fused views hold; the few
- * padding elements are zero in params and grads and belong to no view.
+ * Every tensor starts on a multiple of BERT_ALIGN elements, except that
+ * key/value follow query without a gap so the fused views hold (they are
+ * aligned too when the hidden size is a multiple of 32, as in every BERT
+ * size); the padding elements are zero in params and grads and belong to no
+ * view.
  * params() lists the views in Hugging Face's named_parameters() order. */
 #ifndef TFCORE_MODEL_BERT_H
 #define TFCORE_MODEL_BERT_H
@@ -32,7 +34,13 @@
 
 #include "tfcore/tfcore.h"
 
-#define BERT_ALIGN 4              /* elements: each tensor starts 16-byte aligned */
+/* Elements: each tensor starts on a multiple of 32 elements, so 128 bytes in
+ * the f32 copies (params, grads, AdamW moments) and 64 bytes in the f16/bf16
+ * compute copy, which reuses these offsets at 2 bytes an element.
+ * cuBLASLt's fast kernels want 16-byte aligned operands (vector loads, TMA on
+ * Hopper); 64 bytes more keeps each tensor's vector loads and cache lines its
+ * own. tests/test_model_bert.c (layout_alignment) checks every copy. */
+#define BERT_ALIGN 32
 #define BERT_MAX_LAYERS 256
 #define BERT_MAX_DIM 65536        /* hidden, intermediate and friends */
 #define BERT_MAX_VOCAB 16777216
@@ -206,6 +214,13 @@ struct tf_model {
     bool drop_attn, drop_hidden, drop_cls; /* dropout applied */
     uint64_t step;                /* training forwards so far: the dropout stream */
     int32_t *host_pos;            /* [2, max_rows] host staging for QA positions */
+    /* the loss of the last forward (tf_model_create_args.defer_loss) */
+    bool defer_loss;              /* forward queues the loss's copy; read_loss waits for it */
+    float *host_loss;             /* [2] pinned host memory: the per-term losses (defer_loss) */
+    tf_event *loss_ready;         /* recorded after host_loss's copy (defer_loss) */
+    bool loss_pending;            /* host_loss's copy queued, not yet waited for */
+    bool loss_known;              /* the last forward completed (backward does not clear it) */
+    float last_loss;              /* the batch's mean loss, once read */
     tf_model_info info;
     char source[BERT_PATH_MAX + 64];
     char vocab_file[BERT_PATH_MAX + 16];
@@ -222,6 +237,8 @@ tf_status bert_forward(tf_model *m, const tf_batch *b, bool train, tf_model_outp
                        tf_error *err);
 tf_status bert_backward(tf_model *m, float loss_scale, tf_grads_ready_fn ready, void *user,
                         tf_error *err);
+/* The batch's mean loss from the per-term means loss[2] (QA: start and end). */
+float bert_batch_loss(const tf_model *m, const float *loss);
 /* The arena: with base NULL only the size is computed. */
 size_t bert_acts_plan(tf_model *m, char *base);
 

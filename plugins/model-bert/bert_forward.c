@@ -257,10 +257,16 @@ static tf_status check_batch(const tf_model *m, const tf_batch *b, tf_error *err
     return TF_OK;
 }
 
+float bert_batch_loss(const tf_model *m, const float *loss)
+{
+    return m->cfg.task == TF_TASK_CLASSIFICATION ? loss[0] : (loss[0] + loss[1]) / 2;
+}
+
 tf_status bert_forward(tf_model *m, const tf_batch *b, bool train, tf_model_output *out,
                        tf_error *err)
 {
     m->have_forward = false;
+    m->loss_known = false;
     BERT_TRY(check_batch(m, b, err));
     const bert_config *c = &m->cfg;
     m->rows = b->rows;
@@ -304,15 +310,27 @@ tf_status bert_forward(tf_model *m, const tf_batch *b, bool train, tf_model_outp
     m->have_loss = c->task == TF_TASK_CLASSIFICATION ? b->labels != NULL
                                                      : b->start_positions != NULL;
     float loss[2] = {0, 0};
-    if (m->have_loss) {
+    m->loss_pending = false;
+    if (m->defer_loss && m->have_loss) {
+        /* queued, not waited for: the caller queues backward first and then
+         * asks read_loss, so the device goes on from forward to backward */
+        BERT_TRY(bert_copy(m, m->host_loss, m->acts.loss, sizeof loss, TF_COPY_DEVICE_TO_HOST,
+                           err));
+        if (m->bk->event_record(m->be, m->loss_ready, NULL) != TF_OK)
+            return tf_error_set(err, TF_ERR_RUNTIME,
+                                "model-bert: recording the event after the loss's copy failed");
+        m->loss_pending = true;
+    } else if (m->have_loss) {
         BERT_TRY(bert_copy(m, loss, m->acts.loss, sizeof loss, TF_COPY_DEVICE_TO_HOST, err));
         BERT_TRY(bert_sync(m, err));
     }
-    out->loss = c->task == TF_TASK_CLASSIFICATION ? loss[0] : (loss[0] + loss[1]) / 2;
+    m->last_loss = bert_batch_loss(m, loss); /* 0 without labels; replaced once read if pending */
+    out->loss = m->defer_loss ? NAN : m->last_loss;
     out->logits = m->acts.logits;
     out->logits_dtype = m->dt;
     out->rows = b->rows;
     out->cols = c->task == TF_TASK_CLASSIFICATION ? c->num_labels : 2 * b->seq;
     m->have_forward = true;
+    m->loss_known = true;
     return TF_OK;
 }

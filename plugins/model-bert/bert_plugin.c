@@ -39,6 +39,8 @@ static void bert_destroy(tf_model *m)
     }
     free(m->acts.layer);
     free(m->host_pos);
+    if (m->loss_ready) m->bk->event_destroy(m->be, m->loss_ready);
+    if (m->host_loss) m->bk->free(m->be, m->host_loss, TF_MEM_HOST_PINNED);
     bert_labels_free(m->labels, m->cfg.num_labels);
     bert_layout_free(&m->lay);
     free(m);
@@ -153,9 +155,10 @@ out:
 
 static tf_status check_args(const tf_model_create_args *a, tf_error *err)
 {
-    if (!a || a->size < sizeof(tf_model_create_args))
+    /* ABI 1.0's fields at least; defer_loss (1.2) is read only when present */
+    if (!a || a->size < offsetof(tf_model_create_args, defer_loss))
         return tf_error_set(err, TF_ERR_PLUGIN, "model-bert: create args too small (%u bytes, want %zu)",
-                            a ? a->size : 0, sizeof(tf_model_create_args));
+                            a ? a->size : 0, offsetof(tf_model_create_args, defer_loss));
     if (!a->section || !a->backend || !a->be)
         return tf_error_set(err, TF_ERR_PLUGIN, "model-bert: create needs a config section and a backend");
     if (a->compute_dtype != TF_DTYPE_F32 && a->compute_dtype != TF_DTYPE_F16 &&
@@ -267,6 +270,16 @@ static tf_status bert_create(const tf_model_create_args *a, tf_model **out, tf_e
     if ((st = alloc_dev(m, pbytes, (void **)&m->params, err)) ||
         (st = alloc_dev(m, pbytes, (void **)&m->grads, err)))
         goto fail;
+    m->defer_loss = a->size >= offsetof(tf_model_create_args, defer_loss) + sizeof a->defer_loss &&
+                    a->defer_loss;
+    if (m->defer_loss) {
+        /* the loss's landing place (pinned, so its copy is asynchronous) and
+         * the event read_loss waits on */
+        if ((st = m->bk->alloc(m->be, 2 * sizeof(float), TF_MEM_HOST_PINNED,
+                               (void **)&m->host_loss, err)))
+            goto fail;
+        if ((st = m->bk->event_create(m->be, &m->loss_ready, err))) goto fail;
+    }
     if (m->dt == TF_DTYPE_F32) m->wcompute = m->params;
     else if ((st = alloc_dev(m, m->lay.n * m->esize, &m->wcompute, err))) goto fail;
     if ((st = bert_copy(m, m->params, host, pbytes, TF_COPY_HOST_TO_DEVICE, err)) ||
@@ -311,6 +324,19 @@ static tf_status bert_forward_slot(tf_model *m, const tf_batch *b, bool train,
     return bert_forward(m, b, train, out, err);
 }
 
+static tf_status bert_read_loss(tf_model *m, float *loss, tf_error *err)
+{
+    if (!m->loss_known)
+        return tf_error_set(err, TF_ERR_RUNTIME, "model-bert: read_loss before a forward");
+    if (m->loss_pending) {
+        BERT_TRY(m->bk->event_sync(m->be, m->loss_ready, err));
+        m->loss_pending = false;
+        m->last_loss = bert_batch_loss(m, m->host_loss);
+    }
+    *loss = m->last_loss;
+    return TF_OK;
+}
+
 static const tf_model_vtable bert_vtable = {
     .size = TF_VTABLE_SIZE(tf_model_vtable),
     .check_config = bert_check_config,
@@ -325,6 +351,7 @@ static const tf_model_vtable bert_vtable = {
     .save = bert_save,
     .reserve = bert_reserve_slot,
     .set_step = bert_set_step,
+    .read_loss = bert_read_loss,
 };
 
 TF_PLUGIN_DEFINE(TF_KIND_MODEL, "bert", "1.0.0",

@@ -34,9 +34,15 @@ import sys
 import tempfile
 import unicodedata
 
-from transformers.data.metrics import squad_metrics as sm
-
 NAME = "squad_eval_vs_hf"
+
+try:
+    from transformers.data.metrics import squad_metrics as sm
+except ImportError:  # removed in transformers 5.0: the reference is gone, not equal
+    import transformers
+    print(f"SKIP: {NAME}: transformers {transformers.__version__} has no "
+          "transformers.data.metrics.squad_metrics (removed in 5.0)")
+    sys.exit(77)
 top_builddir = os.environ.get("top_builddir", ".")
 TFCORE = os.environ.get("TFCORE_BIN", os.path.join(top_builddir, "core", "tfcore"))
 

@@ -243,8 +243,17 @@ def postprocess_qa_predictions(examples, features, predictions, version_2_with_n
 
 # ---- the official metrics, from transformers' squad_metrics ---------------------
 
+def squad_metrics_module():
+    """transformers' squad_metrics, or None: transformers 5 removed it."""
+    try:
+        from transformers.data.metrics import squad_metrics as sm
+    except ImportError:
+        return None
+    return sm
+
+
 def official_metrics(examples, preds, v2):
-    from transformers.data.metrics import squad_metrics as sm
+    sm = squad_metrics_module()
     if not v2:  # evaluate-v1.1.py (what evaluate.load("squad") runs)
         em = f1 = 0.0
         for qid, answers in zip(examples["id"], examples["answers"]):
@@ -545,6 +554,9 @@ def compare_predictions(sub, features, got, file, vocab, setting, tmp, tag, v2, 
         check(text == json.dumps(odds, indent=4) + "\n", f"{tag}: null_odds.json not byte-identical")
     else:
         check(not os.path.exists(os.path.join(outdir, "null_odds.json")), f"{tag}: null_odds.json for v1.1")
+    if squad_metrics_module() is None:  # transformers 5.x: nothing to compare the metrics with
+        counts["metric sets not compared (no transformers.data.metrics.squad_metrics)"] += 1
+        return
     want = official_metrics(sub, preds, v2)
     check(list(metrics) == list(want), f"{tag}: metric names {list(metrics)} vs {list(want)}")
     for k, v in want.items():
@@ -574,8 +586,9 @@ def main():
     if not os.access(TOOL, os.X_OK):
         print(f"FAIL: {NAME}: {TOOL} not built")
         sys.exit(1)
-    from transformers import BertTokenizerFast
-    tok = BertTokenizerFast(vocab_file=vocab, do_lower_case=True)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from hf_vocab import bert_tokenizer_fast
+    tok = bert_tokenizer_fast(vocab, do_lower_case=True)
     rng = random.Random(20240611)
     nrng = np.random.default_rng(20240611)
     with tempfile.TemporaryDirectory(prefix="tfcore-squad-") as tmp:

@@ -40,6 +40,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tokenizer_corpus as C  # noqa: E402
+from hf_vocab import bert_tokenizer_fast, check_vocab_size  # noqa: E402
 
 from tokenizers import BertWordPieceTokenizer, normalizers  # noqa: E402
 from transformers import BertTokenizerFast  # noqa: E402
@@ -244,14 +245,14 @@ def compare_group(group, vocab, hf_tok, texts, pairs=None, s=None, raw=None):
 def group_real_vocab(vocab, n_random):
     texts = C.corpus(11, n_random)
     for lower in (True, False):
-        hf = BertTokenizerFast(vocab_file=vocab, do_lower_case=lower)
+        hf = bert_tokenizer_fast(vocab, do_lower_case=lower)
         compare_group("single %s" % ("uncased" if lower else "cased"), vocab, hf, texts,
                       s={"lower": lower})
-    hf = BertTokenizerFast(vocab_file=vocab, do_lower_case=True)
+    hf = bert_tokenizer_fast(vocab, do_lower_case=True)
     compare_group("single uncased no special", vocab, hf, texts[:500], s={"special": False})
-    hf_keep = BertTokenizerFast(vocab_file=vocab, do_lower_case=True, strip_accents=False)
+    hf_keep = bert_tokenizer_fast(vocab, do_lower_case=True, strip_accents=False)
     compare_group("single lowercase keep accents", vocab, hf_keep, texts, s={"strip": False})
-    hf_strip = BertTokenizerFast(vocab_file=vocab, do_lower_case=False, strip_accents=True)
+    hf_strip = bert_tokenizer_fast(vocab, do_lower_case=False, strip_accents=True)
     compare_group("single cased strip accents", vocab, hf_strip, texts[:1500],
                   s={"lower": False, "strip": True})
 
@@ -260,7 +261,7 @@ def group_pairs_truncation(vocab, n_random):
     prs = C.pairs(12, n_random)
     a = [p[0] for p in prs]
     b = [p[1] for p in prs]
-    hf = BertTokenizerFast(vocab_file=vocab, do_lower_case=True)
+    hf = bert_tokenizer_fast(vocab, do_lower_case=True)
     compare_group("pairs", vocab, hf, a, b)
     compare_group("pairs no special", vocab, hf, a[:200], b[:200], s={"special": False})
     singles = C.corpus(13, 200)
@@ -285,7 +286,7 @@ def group_pairs_truncation(vocab, n_random):
 
 
 def group_squad_imdb(vocab):
-    hf = BertTokenizerFast(vocab_file=vocab, do_lower_case=True)
+    hf = bert_tokenizer_fast(vocab, do_lower_case=True)
     sq = C.squad_like(21, 120)
     q = [x[0].lstrip() for x in sq]
     c = [x[1] for x in sq]
@@ -302,6 +303,7 @@ def group_squad_imdb(vocab):
 
 def group_tokenizer_json(model):
     hf = BertTokenizerFast.from_pretrained(model)
+    check_vocab_size(hf, os.path.join(model, "vocab.txt"))
     texts = C.corpus(31, 300)
     compare_group("tokenizer.json single", os.path.join(model, "tokenizer.json"), hf, texts)
     prs = C.pairs(32, 100)
@@ -399,7 +401,7 @@ def group_invalid_utf8(vocab, n):
         raw.append(b"".join(parts).replace(b"\n", b" "))
     texts = [r.decode("utf-8", errors="replace") for r in raw]
     for lower in (True, False):
-        hf = BertTokenizerFast(vocab_file=vocab, do_lower_case=lower)
+        hf = bert_tokenizer_fast(vocab, do_lower_case=lower)
         compare_group("invalid utf-8 %s" % ("uncased" if lower else "cased"), vocab, hf, texts,
                       s={"lower": lower}, raw=raw)
 
@@ -465,7 +467,7 @@ def group_sweep(tmp, n_random):
 
 
 def group_decode(vocab, n):
-    hf = BertTokenizerFast(vocab_file=vocab, do_lower_case=True)
+    hf = bert_tokenizer_fast(vocab, do_lower_case=True)
     rng = random.Random(61)
     texts = C.corpus(62, n)
     seqs = [hf(t)["input_ids"] for t in texts]

