@@ -971,12 +971,11 @@ static tf_status cuda_embedding_bwd(tf_backend *be, tf_stream *s, const int32_t 
 
 /* --- cross-entropy (engineer B's kernel) ---------------------------------------------- */
 
-static tf_status cuda_cross_entropy(tf_backend *be, tf_stream *s, const void *logits,
-                                    int64_t ld_logits, tf_dtype dt, int rows, int classes,
-                                    const int32_t *labels, int ignore_index, float *loss,
-                                    void *dlogits, float grad_scale, tf_error *err)
+static tf_status cross_entropy(tf_backend *be, tf_stream *s, const char *op, const void *logits,
+                               int64_t ld_logits, tf_dtype dt, int rows, int classes,
+                               const int32_t *labels, int ignore_index, float label_smoothing,
+                               float *loss, void *dlogits, float grad_scale, tf_error *err)
 {
-    const char *op = "cross_entropy";
     tf_stream *st;
     tf_status rc;
     void *ws;
@@ -996,8 +995,34 @@ static tf_status cuda_cross_entropy(tf_backend *be, tf_stream *s, const void *lo
         return rc;
     return launched(err, op,
                     tfc_cross_entropy(st->s, logits, ld_logits, dt, rows, classes, labels,
-                                      ignore_index, loss, dlogits, grad_scale, ws),
+                                      ignore_index, label_smoothing, loss, dlogits, grad_scale, ws),
                     "[%d, %d] %s", rows, classes, tf_dtype_name(dt));
+}
+
+static tf_status cuda_cross_entropy(tf_backend *be, tf_stream *s, const void *logits,
+                                    int64_t ld_logits, tf_dtype dt, int rows, int classes,
+                                    const int32_t *labels, int ignore_index, float *loss,
+                                    void *dlogits, float grad_scale, tf_error *err)
+{
+    return cross_entropy(be, s, "cross_entropy", logits, ld_logits, dt, rows, classes, labels,
+                         ignore_index, 0.0f, loss, dlogits, grad_scale, err);
+}
+
+static tf_status cuda_cross_entropy_ex(tf_backend *be, tf_stream *s,
+                                       const tf_cross_entropy_desc *d, tf_error *err)
+{
+    const char *op = "cross_entropy_ex";
+    tf_status rc;
+    if ((rc = cuda_need(err, op, "descriptor", d))) return rc;
+    if (d->size < sizeof *d)
+        return cuda_fail(err, TF_ERR_RUNTIME, op, "descriptor size %u, ABI 1.2 needs %zu",
+                         (unsigned)d->size, sizeof *d);
+    if (!(d->label_smoothing >= 0.0f && d->label_smoothing <= 1.0f))
+        return cuda_fail(err, TF_ERR_RUNTIME, op, "label_smoothing must be in [0, 1], got %g",
+                         (double)d->label_smoothing);
+    return cross_entropy(be, s, op, d->logits, d->ld_logits, d->dt, d->rows, d->classes,
+                         d->labels, d->ignore_index, d->label_smoothing, d->loss, d->dlogits,
+                         d->grad_scale, err);
 }
 
 /* --- AdamW -------------------------------------------------------------------------------- */
@@ -1092,11 +1117,10 @@ static tf_status adamw_work_list(tf_backend *be, tf_stream *st, const tf_adamw_s
     return TF_OK;
 }
 
-static tf_status cuda_adamw(tf_backend *be, tf_stream *s, float *params, const float *grads,
-                            float *m, float *v, const tf_adamw_segment *segs, size_t nsegs,
-                            const tf_adamw_hyper *h, tf_error *err)
+static tf_status adamw(tf_backend *be, tf_stream *s, const char *op, float *params,
+                       const float *grads, float *m, float *v, const tf_adamw_segment *segs,
+                       size_t nsegs, const tf_adamw_hyper *h, tf_adamw_rule rule, tf_error *err)
 {
-    const char *op = "adamw";
     tf_stream *st;
     tf_status rc;
     if ((rc = cuda_enter(be, s, op, &st, err)) || (rc = cuda_need(err, op, "hyper", h)) ||
@@ -1120,8 +1144,9 @@ static tf_status cuda_adamw(tf_backend *be, tf_stream *s, float *params, const f
         .one_minus_beta2 = (float)(1.0 - b2),
         .bc2_sqrt = (float)sqrt(bc2),
         .eps = h->eps,
-        .neg_step = (float)(-(lr / bc1)),
+        .neg_step = rule == TF_ADAMW_HF ? (float)(-(lr * sqrt(bc2) / bc1)) : (float)(-(lr / bc1)),
         .grad_scale = h->grad_scale,
+        .hf = rule == TF_ADAMW_HF,
     };
     pthread_mutex_lock(&be->adamw_lock);
     rc = adamw_work_list(be, st, segs, nsegs, err);
@@ -1135,6 +1160,28 @@ static tf_status cuda_adamw(tf_backend *be, tf_stream *s, float *params, const f
     }
     pthread_mutex_unlock(&be->adamw_lock);
     return rc;
+}
+
+static tf_status cuda_adamw(tf_backend *be, tf_stream *s, float *params, const float *grads,
+                            float *m, float *v, const tf_adamw_segment *segs, size_t nsegs,
+                            const tf_adamw_hyper *h, tf_error *err)
+{
+    return adamw(be, s, "adamw", params, grads, m, v, segs, nsegs, h, TF_ADAMW_TORCH, err);
+}
+
+static tf_status cuda_adamw_ex(tf_backend *be, tf_stream *s, float *params, const float *grads,
+                               float *m, float *v, const tf_adamw_segment *segs, size_t nsegs,
+                               const tf_adamw_desc *d, tf_error *err)
+{
+    const char *op = "adamw_ex";
+    tf_status rc;
+    if ((rc = cuda_need(err, op, "descriptor", d))) return rc;
+    if (d->size < sizeof *d)
+        return cuda_fail(err, TF_ERR_RUNTIME, op, "descriptor size %u, ABI 1.2 needs %zu",
+                         (unsigned)d->size, sizeof *d);
+    if (d->rule != TF_ADAMW_TORCH && d->rule != TF_ADAMW_HF)
+        return cuda_fail(err, TF_ERR_RUNTIME, op, "unknown rule %d", (int)d->rule);
+    return adamw(be, s, op, params, grads, m, v, segs, nsegs, &d->hyper, d->rule, err);
 }
 
 /* --- the descriptor ------------------------------------------------------------------------ */
@@ -1184,6 +1231,8 @@ static const tf_backend_vtable cuda_vtable = {
     .host_memory = cuda_host_memory,
     .native_stream = cuda_native_stream,
     .device_count = cuda_device_count,
+    .cross_entropy_ex = cuda_cross_entropy_ex,
+    .adamw_ex = cuda_adamw_ex,
 };
 
 TF_PLUGIN_DEFINE(TF_KIND_BACKEND, CUDA_PLUGIN_NAME, CUDA_PLUGIN_VERSION,

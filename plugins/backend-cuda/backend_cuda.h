@@ -142,6 +142,7 @@ typedef struct tfc_adamw_chunk {
 typedef struct tfc_adamw_scalars {
     float lr, beta1, one_minus_beta1, beta2, one_minus_beta2, bc2_sqrt, eps, neg_step,
         grad_scale;
+    int hf; /* TF_ADAMW_HF: transformers' AdamW (neg_step = -lr·sqrt(bc2)/bc1; see optimizer.cu) */
 } tfc_adamw_scalars;
 
 /* chunks[nchunks] and weight_decay[] live in device memory. */

@@ -11,6 +11,7 @@
  * allocates m and v as two [n] f32 buffers with the same offsets, and builds
  * its AdamW segments from params()' offsets and no_decay flags. */
 #include <limits.h>
+#include <stddef.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 #include <jansson.h>
 
 #include "bert.h"
+#include "tfcore/plugin.h"
 
 static tf_status bert_check_config(tf_section *section, tf_error *err)
 {
@@ -152,9 +154,10 @@ out:
 
 static tf_status check_args(const tf_model_create_args *a, tf_error *err)
 {
-    if (!a || a->size < sizeof(tf_model_create_args))
+    /* the ABI 1.0 layout at least; label_smoothing_factor (1.2) is read when present */
+    if (!a || a->size < offsetof(tf_model_create_args, label_smoothing_factor))
         return tf_error_set(err, TF_ERR_PLUGIN, "model-bert: create args too small (%u bytes, want %zu)",
-                            a ? a->size : 0, sizeof(tf_model_create_args));
+                            a ? a->size : 0, offsetof(tf_model_create_args, label_smoothing_factor));
     if (!a->section || !a->backend || !a->be)
         return tf_error_set(err, TF_ERR_PLUGIN, "model-bert: create needs a config section and a backend");
     if (a->compute_dtype != TF_DTYPE_F32 && a->compute_dtype != TF_DTYPE_F16 &&
@@ -167,6 +170,39 @@ static tf_status check_args(const tf_model_create_args *a, tf_error *err)
                             "model-bert: max_rows (%d) and max_seq (%d) must both be positive, "
                             "or both 0 (reserve later)",
                             a->max_rows, a->max_seq);
+    return TF_OK;
+}
+
+/* training.label_smoothing_factor, as the Trainer applies it: its
+ * compute_loss runs LabelSmoother only when the inputs carry "labels", i.e.
+ * for classification; a question-answering model gets start_positions and
+ * end_positions and its loss is never smoothed (transformers 4.46
+ * trainer.py, compute_loss). So ε > 0 on a QA model would change nothing in
+ * the Trainer and is refused here rather than silently ignored. */
+static tf_status label_smoothing(const tf_model_create_args *a, const bert_config *c, float *out,
+                                 tf_error *err)
+{
+    *out = 0.0f;
+    if (a->size < offsetof(tf_model_create_args, label_smoothing_factor) +
+                      sizeof a->label_smoothing_factor)
+        return TF_OK; /* a core older than ABI 1.2: no smoothing asked for */
+    float eps = a->label_smoothing_factor;
+    if (!(eps >= 0.0f && eps <= 1.0f))
+        return tf_error_set(err, TF_ERR_CONFIG,
+                            "model-bert: label_smoothing_factor must be in [0, 1], got %g", (double)eps);
+    if (eps == 0.0f) return TF_OK;
+    if (c->task == TF_TASK_QUESTION_ANSWERING)
+        return tf_error_set(err, TF_ERR_CONFIG,
+                            "model-bert: training.label_smoothing_factor = %g does not apply to question "
+                            "answering (the Trainer smooths only inputs with 'labels'; start/end positions "
+                            "are never smoothed); set it to 0",
+                            (double)eps);
+    if (!TF_HAS(a->backend, cross_entropy_ex))
+        return tf_error_set(err, TF_ERR_CONFIG,
+                            "model-bert: training.label_smoothing_factor = %g needs a backend with "
+                            "cross_entropy_ex (plugin ABI 1.2); this backend has only the unsmoothed loss",
+                            (double)eps);
+    *out = eps;
     return TF_OK;
 }
 
@@ -250,6 +286,7 @@ static tf_status bert_create(const tf_model_create_args *a, tf_model **out, tf_e
     m->mode = a->matmul_mode;
     m->seed = a->seed;
     m->dropout_seed = bert_mix64(a->seed ^ 0x64726F706F7574ull); /* "dropout" */
+    if ((st = label_smoothing(a, c, &m->label_smoothing, err))) goto fail;
 
     if (!m->bk->supports(m->be, m->mode, m->dt)) {
         st = tf_error_set(err, TF_ERR_PLUGIN,

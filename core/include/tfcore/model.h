@@ -34,6 +34,14 @@ typedef struct tf_model_create_args {
     uint64_t seed;                      /* initialisation and dropout */
     int max_rows, max_seq;              /* activations to reserve at create (0, 0: none yet;
                                            see the reserve slot) */
+    /* --- appended in ABI 1.2 (read only when size covers it) --- */
+    /* training.label_smoothing_factor ε: the loss the forward computes
+     * against labels is transformers' LabelSmoother's (tfcore/backend.h,
+     * tf_cross_entropy_desc), in training and evaluation alike, as the
+     * Trainer's compute_loss. A model that cannot apply ε > 0 (its task,
+     * or a backend without cross_entropy_ex) refuses it at create with
+     * TF_ERR_CONFIG. */
+    float label_smoothing_factor;
 } tf_model_create_args;
 
 /* What the rest of the run needs to know about a created model. */
