@@ -9,9 +9,12 @@
  * classification {"logits": [...], "label": argmax}; question answering
  * {"start_logits": [...], "end_logits": [...], "start": i, "end": j, "score": s}
  * with the best span (start <= end, at most 30 tokens, inside text_pair when
- * there is one) and, for text inputs, "answer": the text it covers. */
+ * there is one) and, for text inputs, "answer": the text it covers.
+ * An attention_mask value other than 0/1, or a non-finite output, is an
+ * error naming the input line (JSON has no NaN: never an empty logits list). */
 #include <errno.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +50,7 @@ typedef struct pred_row {
     int8_t *seq_ids;  /* NULL for id inputs */
     char *context;    /* text_pair (or text) for answers, NULL for id inputs */
     int ctx_seq;      /* which sequence id the answer may come from */
+    long line;        /* its line in the input file */
 } pred_row;
 
 static void row_free(pred_row *r)
@@ -102,6 +106,10 @@ static tf_status parse_row(json_t *o, const char *where, const tf_tokenizer *tok
         }
         if (m) {
             if ((st = int_array(m, where, "attention_mask", &r->mask, &r->n, err))) return st;
+            for (int i = 0; i < r->n; i++) /* HF's mask: 1 attend, 0 padding; anything else is a typo */
+                if (r->mask[i] != 0 && r->mask[i] != 1)
+                    return tf_error_set(err, TF_ERR_DATA, "%s: attention_mask[%d] = %d; a mask holds only 0 and 1",
+                                        where, i, r->mask[i]);
         } else {
             if (!(r->mask = malloc((size_t)r->n * sizeof *r->mask))) return tf_error_set(err, TF_ERR_RUNTIME, "out of memory");
             for (int i = 0; i < r->n; i++) r->mask[i] = 1;
@@ -250,7 +258,26 @@ static void close_predictor(predictor *p)
 }
 
 /* Forward rows[0..n) padded to their longest; outputs appended to out. */
-static tf_status run_batch(predictor *p, pred_row *rows, int n, int S, FILE *out, tf_error *err)
+/* A row's logits (the ones row_output prints) are all finite, or an error
+ * naming the input line: JSON has no NaN, and a line of empty logits would
+ * look like an answer. */
+static tf_status check_finite_row(const predictor *p, const pred_row *r, const float *l, const char *in_path,
+                                  tf_error *err)
+{
+    int n = p->info->task == TF_TASK_CLASSIFICATION ? p->info->num_labels : 2 * r->n;
+    for (int k = 0; k < n; k++)
+        if (!isfinite(l[k]))
+            return tf_error_set(err, TF_ERR_RUNTIME,
+                                "%s:%ld: the model's output is not finite (%s %d is %s); check the model's weights "
+                                "and this input",
+                                in_path, r->line,
+                                p->info->task == TF_TASK_CLASSIFICATION ? "logit" : k % 2 ? "end logit" : "start logit",
+                                p->info->task == TF_TASK_CLASSIFICATION ? k : k / 2, isnan(l[k]) ? "NaN" : "infinite");
+    return TF_OK;
+}
+
+static tf_status run_batch(predictor *p, pred_row *rows, int n, int S, const char *in_path, FILE *out,
+                           tf_error *err)
 {
     int L = 0;
     for (int i = 0; i < n; i++)
@@ -281,6 +308,8 @@ static tf_status run_batch(predictor *p, pred_row *rows, int n, int S, FILE *out
             unsigned short h = ((unsigned short *)p->staging)[i];
             p->logits[i] = o.logits_dtype == TF_DTYPE_F16 ? tf_f16_to_f32(h) : tf_bf16_to_f32(h);
         }
+    for (int i = 0; i < n; i++)
+        if ((st = check_finite_row(p, &rows[i], p->logits + (size_t)i * (size_t)o.cols, in_path, err))) return st;
     for (int i = 0; i < n; i++) {
         json_t *j = row_output(p->info, &rows[i], p->logits + (size_t)i * (size_t)o.cols);
         char *line = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(9));
@@ -337,19 +366,20 @@ static tf_status predict_file(predictor *p, const char *in_path, const char *out
             break;
         }
         st = parse_row(o, where, p->tok, max_len, p->info->vocab_size, &rows[nrows], &enc, err);
+        rows[nrows].line = lineno;
         json_decref(o);
         nrows++;
         if (!st && rows[nrows - 1].n > S)
             st = tf_error_set(err, TF_ERR_DATA, "%s: %d tokens, more than --max-length %d", where, rows[nrows - 1].n, S);
         if (!st && nrows == B) {
-            st = run_batch(p, rows, nrows, S, out, err);
+            st = run_batch(p, rows, nrows, S, in_path, out, err);
             count += nrows;
             for (int i = 0; i < nrows; i++) row_free(&rows[i]);
             nrows = 0;
         }
     }
     if (!st && nrows) {
-        st = run_batch(p, rows, nrows, S, out, err);
+        st = run_batch(p, rows, nrows, S, in_path, out, err);
         count += nrows;
     }
     for (int i = 0; rows && i < nrows; i++) row_free(&rows[i]);
