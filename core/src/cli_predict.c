@@ -237,10 +237,8 @@ static tf_status open_predictor(predictor *p, const tf_plan *plan, tf_error *err
     if ((st = p->mvt->create(&mc, &p->model, err))) return st;
     p->info = p->mvt->info(p->model);
     if (p->info->vocab_file) {
-        tf_tokenizer_options to;
-        tf_tokenizer_options_init(&to);
-        to.do_lower_case = p->info->do_lower_case;
-        if ((st = tf_tokenizer_load(p->info->vocab_file, &to, &p->tok, err))) return st;
+        /* the model folder's tokenizer, as training and `tfcore tokenize` load it */
+        if ((st = tf_tokenizer_load(p->info->vocab_file, NULL, &p->tok, err))) return st;
     }
     return TF_OK;
 }

@@ -22,6 +22,7 @@
 
 #include "bert.h"
 #include "tfcore/plugin.h"
+#include "tfcore/tokenizer.h"
 
 static tf_status bert_check_config(tf_section *section, tf_error *err)
 {
@@ -46,20 +47,38 @@ static void bert_destroy(tf_model *m)
     free(m);
 }
 
-/* do_lower_case from tokenizer_config.json when the folder has one. */
-static bool read_lower_case(const char *dir)
+/* The pretrained folder's tokenizer, as libtfcore's tf_tokenizer_load
+ * chooses it (tokenizer.json, else vocab.txt, with tokenizer_config.json):
+ * the folder becomes info->vocab_file, so the dataset, predict and `tfcore
+ * tokenize --vocab DIR` all load the same one; loading it here reports a
+ * malformed tokenizer_config.json (file and key) when the model is created,
+ * and gives the do_lower_case in effect. No tokenizer file: no vocab. */
+static tf_status folder_tokenizer(tf_model *m, tf_error *err)
 {
-    char path[BERT_PATH_MAX + 32];
-    snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
-    json_t *root = json_load_file(path, 0, NULL);
-    bool lower = true; /* BertTokenizer's default */
-    json_t *v = root ? json_object_get(root, "do_lower_case") : NULL;
-    if (v && json_is_boolean(v)) lower = json_is_true(v);
-    json_decref(root);
-    return lower;
+    const char *dir = m->cfg.pretrained;
+    static const char *const files[] = {"tokenizer.json", "vocab.txt"};
+    bool any = false;
+    for (int i = 0; i < 2 && !any; i++) {
+        char path[BERT_PATH_MAX + 32];
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        struct stat sb;
+        any = stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+    }
+    if (!any) return TF_OK;
+    tf_tokenizer *tok = NULL;
+    tf_status st = tf_tokenizer_load(dir, NULL, &tok, err);
+    if (st) return st;
+    tf_tokenizer_options o;
+    tf_tokenizer_options_init(&o);
+    tf_tokenizer_get_options(tok, &o);
+    tf_tokenizer_free(tok);
+    snprintf(m->vocab_file, sizeof m->vocab_file, "%s", dir);
+    m->info.vocab_file = m->vocab_file;
+    m->info.do_lower_case = o.do_lower_case != 0;
+    return TF_OK;
 }
 
-static void fill_info(tf_model *m)
+static tf_status fill_info(tf_model *m, tf_error *err)
 {
     const bert_config *c = &m->cfg;
     tf_model_info *i = &m->info;
@@ -73,16 +92,13 @@ static void fill_info(tf_model *m)
     i->intermediate_size = c->intermediate_size;
     i->vocab_file = NULL;
     i->do_lower_case = true;
-    if (c->pretrained[0]) {
-        snprintf(m->source, sizeof m->source, "pretrained %s", c->pretrained);
-        snprintf(m->vocab_file, sizeof m->vocab_file, "%s/vocab.txt", c->pretrained);
-        struct stat sb;
-        if (stat(m->vocab_file, &sb) == 0 && S_ISREG(sb.st_mode)) i->vocab_file = m->vocab_file;
-        i->do_lower_case = read_lower_case(c->pretrained);
-    } else {
-        snprintf(m->source, sizeof m->source, "preset %s (random init)", c->preset);
-    }
     i->source = m->source;
+    if (!c->pretrained[0]) {
+        snprintf(m->source, sizeof m->source, "preset %s (random init)", c->preset);
+        return TF_OK;
+    }
+    snprintf(m->source, sizeof m->source, "pretrained %s", c->pretrained);
+    return folder_tokenizer(m, err);
 }
 
 /* The parameters on the host: loaded, or initialised as transformers does. */
@@ -312,7 +328,7 @@ static tf_status bert_create(const tf_model_create_args *a, tf_model **out, tf_e
     host = NULL;
 
     if (a->max_rows > 0 && (st = bert_reserve(m, a->max_rows, a->max_seq, err))) goto fail;
-    fill_info(m);
+    if ((st = fill_info(m, err))) goto fail;
     *out = m;
     return TF_OK;
 fail:

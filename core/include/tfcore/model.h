@@ -51,8 +51,10 @@ typedef struct tf_model_info {
     int vocab_size;
     int max_position_embeddings; /* the longest sequence it takes */
     int hidden_size, num_layers, num_heads, intermediate_size;
-    const char *vocab_file;      /* vocab.txt next to the checkpoint, or NULL */
-    bool do_lower_case;
+    const char *vocab_file;      /* the checkpoint folder when it holds a tokenizer (tokenizer.json or
+                                    vocab.txt; tf_tokenizer_load picks the file and reads its
+                                    tokenizer_config.json), or NULL */
+    bool do_lower_case;          /* what that tokenizer does (true without one) */
     const char *source;          /* "pretrained DIR" or "preset NAME (random init)" */
 } tf_model_info;
 
