@@ -13,9 +13,9 @@
  *   tanh       n                       in: x dy      out: y dx
  *   attention  batch seq heads head_dim scale
  *              in: qkv mask(i32) dout  out: out dqkv
- *   cross_entropy rows classes ignore_index grad_scale
+ *   cross_entropy rows classes ignore_index grad_scale [label_smoothing (cross_entropy_ex)]
  *              in: logits labels(i32)  out: loss dlogits
- *   adamw      n steps lr beta1 beta2 eps grad_scale segs=off:count:wd,...
+ *   adamw      n steps lr beta1 beta2 eps grad_scale segs=off:count:wd,... [rule=hf (adamw_ex)]
  *              in: p grads [steps, n]  out: p_out m v
  *   embedding  rows vocab dim          in: ids(i32) table dout  out: out dtable
  *   sum_rows   rows cols               in: dy        out: db
@@ -49,6 +49,13 @@ static const char *param(const char *key)
     for (int i = 0; i < nparams; i++)
         if (strncmp(params[i], key, len) == 0 && params[i][len] == '=') return params[i] + len + 1;
     die("missing parameter ", key);
+    return NULL;
+}
+static const char *optional_param(const char *key)
+{
+    size_t len = strlen(key);
+    for (int i = 0; i < nparams; i++)
+        if (strncmp(params[i], key, len) == 0 && params[i][len] == '=') return params[i] + len + 1;
     return NULL;
 }
 static long long iparam(const char *key) { return strtoll(param(key), NULL, 10); }
@@ -161,9 +168,18 @@ static void run_cross_entropy(void)
     size_t n = (size_t)rows * classes;
     float *logits = load("logits", n * 4), *dl = zeros(n), loss = 0;
     int32_t *labels = load("labels", (size_t)rows * 4);
-    check(vt->cross_entropy(be, NULL, logits, classes, TF_DTYPE_F32, rows, classes, labels,
-                            (int)iparam("ignore_index"), &loss, dl, (float)fparam("grad_scale"),
-                            &err));
+    const char *eps = optional_param("label_smoothing");
+    if (eps) {
+        tf_cross_entropy_desc d = {sizeof d, logits, classes, TF_DTYPE_F32, rows, classes, labels,
+                                   (int)iparam("ignore_index"), strtof(eps, NULL), &loss, dl,
+                                   (float)fparam("grad_scale")};
+        if (!TF_HAS(vt, cross_entropy_ex)) die("the backend has no cross_entropy_ex", "");
+        check(vt->cross_entropy_ex(be, NULL, &d, &err));
+    } else {
+        check(vt->cross_entropy(be, NULL, logits, classes, TF_DTYPE_F32, rows, classes, labels,
+                                (int)iparam("ignore_index"), &loss, dl,
+                                (float)fparam("grad_scale"), &err));
+    }
     save("loss", &loss, 4);
     save("dlogits", dl, n * 4);
 }
@@ -187,7 +203,16 @@ static void run_adamw(void)
     for (int t = 1; t <= steps; t++) {
         tf_adamw_hyper h = {(float)fparam("lr"), (float)fparam("beta1"), (float)fparam("beta2"),
                             (float)fparam("eps"), t, (float)fparam("grad_scale")};
-        check(vt->adamw(be, NULL, p, grads + (size_t)(t - 1) * n, m, v, segs, nsegs, &h, &err));
+        const char *rule = optional_param("rule");
+        if (rule && strcmp(rule, "hf") == 0) {
+            tf_adamw_desc d = {sizeof d, h, TF_ADAMW_HF};
+            if (!TF_HAS(vt, adamw_ex)) die("the backend has no adamw_ex", "");
+            check(vt->adamw_ex(be, NULL, p, grads + (size_t)(t - 1) * n, m, v, segs, nsegs, &d,
+                               &err));
+        } else {
+            check(vt->adamw(be, NULL, p, grads + (size_t)(t - 1) * n, m, v, segs, nsegs, &h,
+                            &err));
+        }
     }
     save("p_out", p, n * 4);
     save("m", m, n * 4);

@@ -38,6 +38,16 @@ TESTS += tests/test_train.sh
 EXTRA_DIST += tests/test_train.sh
 TESTS += tests/test_bad_input.sh
 EXTRA_DIST += tests/test_bad_input.sh
+TESTS += tests/test_trainer_options.sh
+EXTRA_DIST += tests/test_trainer_options.sh
+TESTS += tests/test_predict_checks.sh
+EXTRA_DIST += tests/test_predict_checks.sh
+# backend-cpu cut to the ABI 1.1 vtable, for test_trainer_options.sh (tests/abi11/)
+check_LTLIBRARIES += tests/abi11/tfcore-backend-cpu11.la
+tests_abi11_tfcore_backend_cpu11_la_SOURCES = tests/abi11/backend_cpu_abi11.c
+tests_abi11_tfcore_backend_cpu11_la_CPPFLAGS = $(AM_CPPFLAGS) \
+	-DBACKEND_CPU_SO='"$(abs_top_builddir)/plugins/backend-cpu/.libs/tfcore-backend-cpu.so"'
+tests_abi11_tfcore_backend_cpu11_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
 
 # test_plugin_template.sh installs the build tree into a DESTDIR, and libtool
 # relinks the plugins in their .libs while it does: run it after every other

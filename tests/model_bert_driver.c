@@ -4,7 +4,7 @@
  *
  *   model_bert_driver --config FILE --batch IN.safetensors --out OUT.safetensors
  *                     [--steps K] [--lr X] [--weight-decay X] [--loss-scale X]
- *                     [--seed N] [--save DIR] [--dump-params]
+ *                     [--seed N] [--save DIR] [--dump-params] [--label-smoothing E]
  *                     [--backend PATH.so] [--model PATH.so]
  *
  * FILE is a libconfig file with a "model" section. IN holds I32 tensors
@@ -125,7 +125,7 @@ static void out_fix_shapes(out_list *o)
 typedef struct args {
     const char *config, *batch, *out, *save, *backend, *model;
     int steps;
-    double lr, wd, loss_scale;
+    double lr, wd, loss_scale, label_smoothing;
     unsigned long long seed;
     int dump_params;
 } args;
@@ -134,7 +134,7 @@ static int usage(void)
 {
     fprintf(stderr, "usage: model_bert_driver --config FILE --batch IN --out OUT [--steps K] "
                     "[--lr X] [--weight-decay X] [--loss-scale X] [--seed N] [--save DIR] "
-                    "[--dump-params] [--backend SO] [--model SO]\n");
+                    "[--dump-params] [--label-smoothing E] [--backend SO] [--model SO]\n");
     return 1;
 }
 
@@ -166,6 +166,7 @@ static int parse_args(int argc, char **argv, args *a)
         else if (strcmp(k, "--weight-decay") == 0) a->wd = atof(v);
         else if (strcmp(k, "--loss-scale") == 0) a->loss_scale = atof(v);
         else if (strcmp(k, "--seed") == 0) a->seed = strtoull(v, NULL, 10);
+        else if (strcmp(k, "--label-smoothing") == 0) a->label_smoothing = atof(v);
         else return -1;
     }
     return a->config && a->batch && a->out && a->steps >= 0 ? 0 : -1;
@@ -258,7 +259,8 @@ int main(int argc, char **argv)
     CHECK(bk->open(&oa, &be, &err));
     tf_model_create_args ca = {.size = sizeof ca, .section = msec, .backend = bk, .be = be,
                                .compute_dtype = TF_DTYPE_F32, .matmul_mode = TF_MATMUL_FP32,
-                               .seed = a.seed, .max_rows = B, .max_seq = S};
+                               .seed = a.seed, .max_rows = B, .max_seq = S,
+                               .label_smoothing_factor = (float)a.label_smoothing};
     CHECK(mv->create(&ca, &m, &err));
     CHECK(tf_config_check_unread(cfg, &err));
     const tf_model_info *info = mv->info(m);

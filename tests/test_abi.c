@@ -76,6 +76,29 @@ SLOT_AT(tf_backend_vtable, finite_check, 39);
 SLOT_AT(tf_backend_vtable, host_memory, 40);
 SLOT_AT(tf_backend_vtable, native_stream, 41);
 SLOT_AT(tf_backend_vtable, device_count, 42);
+/* ABI 1.2 */
+SLOT_AT(tf_backend_vtable, cross_entropy_ex, 43);
+SLOT_AT(tf_backend_vtable, adamw_ex, 44);
+_Static_assert(offsetof(tf_cross_entropy_desc, size) == 0, "tf_cross_entropy_desc.size");
+_Static_assert(offsetof(tf_cross_entropy_desc, logits) == 8, "tf_cross_entropy_desc.logits");
+_Static_assert(offsetof(tf_cross_entropy_desc, ld_logits) == 16, "tf_cross_entropy_desc.ld_logits");
+_Static_assert(offsetof(tf_cross_entropy_desc, dt) == 24, "tf_cross_entropy_desc.dt");
+_Static_assert(offsetof(tf_cross_entropy_desc, rows) == 28, "tf_cross_entropy_desc.rows");
+_Static_assert(offsetof(tf_cross_entropy_desc, classes) == 32, "tf_cross_entropy_desc.classes");
+_Static_assert(offsetof(tf_cross_entropy_desc, labels) == 40, "tf_cross_entropy_desc.labels");
+_Static_assert(offsetof(tf_cross_entropy_desc, ignore_index) == 48, "tf_cross_entropy_desc.ignore_index");
+_Static_assert(offsetof(tf_cross_entropy_desc, label_smoothing) == 52, "tf_cross_entropy_desc.label_smoothing");
+_Static_assert(offsetof(tf_cross_entropy_desc, loss) == 56, "tf_cross_entropy_desc.loss");
+_Static_assert(offsetof(tf_cross_entropy_desc, dlogits) == 64, "tf_cross_entropy_desc.dlogits");
+_Static_assert(offsetof(tf_cross_entropy_desc, grad_scale) == 72, "tf_cross_entropy_desc.grad_scale");
+_Static_assert(sizeof(tf_cross_entropy_desc) == 80, "tf_cross_entropy_desc size at ABI 1.2");
+_Static_assert(offsetof(tf_adamw_hyper, step) == 16 && offsetof(tf_adamw_hyper, grad_scale) == 24 &&
+                   sizeof(tf_adamw_hyper) == 32,
+               "tf_adamw_hyper");
+_Static_assert(offsetof(tf_adamw_desc, size) == 0 && offsetof(tf_adamw_desc, hyper) == 8 &&
+                   offsetof(tf_adamw_desc, rule) == 40 && sizeof(tf_adamw_desc) == 48,
+               "tf_adamw_desc at ABI 1.2");
+_Static_assert(TF_ADAMW_TORCH == 0 && TF_ADAMW_HF == 1, "tf_adamw_rule values");
 
 SLOT_AT(tf_model_vtable, check_config, 0);
 SLOT_AT(tf_model_vtable, create, 1);
@@ -90,6 +113,13 @@ SLOT_AT(tf_model_vtable, save, 9);
 SLOT_AT(tf_model_vtable, reserve, 10);
 SLOT_AT(tf_model_vtable, set_step, 11);
 SLOT_AT(tf_model_vtable, read_loss, 12); /* 1.2 */
+_Static_assert(offsetof(tf_model_create_args, max_seq) == 52, "tf_model_create_args.max_seq");
+/* ABI 1.2 appended defer_loss and label_smoothing_factor; a model reads them
+ * only when the args' size covers them */
+_Static_assert(offsetof(tf_model_create_args, defer_loss) == 56, "tf_model_create_args.defer_loss");
+_Static_assert(offsetof(tf_model_create_args, label_smoothing_factor) == 60,
+               "tf_model_create_args.label_smoothing_factor");
+_Static_assert(sizeof(tf_model_create_args) == 64, "tf_model_create_args size at ABI 1.2");
 
 SLOT_AT(tf_dataset_vtable, check_config, 0);
 SLOT_AT(tf_dataset_vtable, open, 1);

@@ -1623,6 +1623,74 @@ START_TEST(test_cross_entropy)
 }
 END_TEST
 
+/* cross_entropy_ex: ε = 0 is the cross_entropy slot bit for bit; ε > 0 is
+ * transformers' LabelSmoother (checked here against its formula in double;
+ * tests/ref/backend_cpu_vs_torch.py compares with LabelSmoother itself);
+ * dlogits may alias logits; short descriptors and ε outside [0, 1] refused. */
+START_TEST(test_cross_entropy_smoothed)
+{
+    int rows = 23, classes = 17;
+    size_t n = (size_t)rows * classes;
+    float *x = falloc(n), *dx = falloc(n), *dx0 = falloc(n), *xa = falloc(n), loss = -1, loss0 = -2;
+    int32_t *lab = malloc(sizeof(int32_t) * rows);
+    fill(x, n, -6, 6);
+    for (int r = 0; r < rows; r++) lab[r] = r % 4 == 1 ? -100 : (int32_t)(urand() * classes);
+    tf_cross_entropy_desc d = {sizeof d, x, classes, TF_DTYPE_F32, rows, classes, lab, -100, 0.0f,
+                               &loss, dx, 0.5f};
+    ck_assert_int_eq(vt->cross_entropy_ex(be, NULL, &d, &err), TF_OK);
+    ck_assert_int_eq(vt->cross_entropy(be, NULL, x, classes, TF_DTYPE_F32, rows, classes, lab, -100,
+                                       &loss0, dx0, 0.5f, &err), TF_OK);
+    ck_assert(loss == loss0);
+    ck_assert(memcmp(dx, dx0, n * sizeof *dx) == 0);
+    const double eps = 0.2;
+    d.label_smoothing = (float)eps;
+    ck_assert_int_eq(vt->cross_entropy_ex(be, NULL, &d, &err), TF_OK);
+    double sum = 0;
+    int count = 0;
+    for (int r = 0; r < rows; r++) {
+        const float *xr = x + (size_t)r * classes;
+        double mx = -INFINITY, se = 0, sx = 0;
+        for (int j = 0; j < classes; j++) mx = xr[j] > mx ? xr[j] : mx;
+        for (int j = 0; j < classes; j++) se += exp(xr[j] - mx), sx += xr[j] - mx;
+        double lse = log(se);
+        if (lab[r] == -100) {
+            for (int j = 0; j < classes; j++) ck_assert(dx[(size_t)r * classes + j] == 0.0f);
+            continue;
+        }
+        count++;
+        sum += (1 - eps) * (lse - (xr[lab[r]] - mx)) + eps * (classes * lse - sx) / classes;
+    }
+    for (int r = 0; r < rows; r++) {
+        if (lab[r] == -100) continue;
+        const float *xr = x + (size_t)r * classes;
+        double mx = -INFINITY, se = 0;
+        for (int j = 0; j < classes; j++) mx = xr[j] > mx ? xr[j] : mx;
+        for (int j = 0; j < classes; j++) se += exp(xr[j] - mx);
+        for (int j = 0; j < classes; j++) {
+            double want = 0.5 / count * (exp(xr[j] - mx) / se - (1 - eps) * (j == lab[r]) - eps / classes);
+            ck_assert_msg(fabs(dx[(size_t)r * classes + j] - want) <= 1e-6 * fabs(want) + 1e-8,
+                          "dlogits[%d, %d] %g vs %g", r, j, dx[(size_t)r * classes + j], want);
+        }
+    }
+    double want_loss = sum / count;
+    ck_assert_msg(fabs(loss - want_loss) <= 1e-6 * want_loss, "loss %g vs %g", loss, want_loss);
+    /* aliased: the same loss and gradient */
+    memcpy(xa, x, n * sizeof *x);
+    d.logits = xa;
+    d.dlogits = xa;
+    ck_assert_int_eq(vt->cross_entropy_ex(be, NULL, &d, &err), TF_OK);
+    ck_assert(memcmp(xa, dx, n * sizeof *dx) == 0);
+    d.logits = x;
+    d.dlogits = dx;
+    d.label_smoothing = 1.5f;
+    ASSERT_ERR(vt->cross_entropy_ex(be, NULL, &d, &err), TF_ERR_RUNTIME, "label_smoothing must be in [0, 1]");
+    d.label_smoothing = 0.1f;
+    d.size = 8;
+    ASSERT_ERR(vt->cross_entropy_ex(be, NULL, &d, &err), TF_ERR_RUNTIME, "descriptor size 8");
+    free(x), free(dx), free(dx0), free(xa), free(lab);
+}
+END_TEST
+
 /* --- AdamW ---------------------------------------------------------------------------- */
 
 START_TEST(test_adamw)
@@ -1791,6 +1859,7 @@ static Suite *backend_cpu_suite(void)
         {"add_scale_cast", test_add_scale_cast},
         {"embedding", test_embedding},
         {"cross_entropy", test_cross_entropy},
+        {"cross_entropy_smoothed", test_cross_entropy_smoothed},
         {"adamw", test_adamw},
         {"thread_counts", test_thread_counts},
     };

@@ -1103,6 +1103,36 @@ START_TEST(test_adamw)
 }
 END_TEST
 
+/* adamw_ex with TF_ADAMW_HF (transformers' AdamW) against backend-cpu's */
+START_TEST(test_adamw_hf)
+{
+    const size_t n = 100003;
+    tf_adamw_segment segs[] = {{0, 5000, 0.01f}, {5000, 95003, 0.0f}};
+    float *p = fnew(n), *g = fnew(n), *m = fnew(n), *v = fnew(n);
+    fill(p, n, -1, 1);
+    fill(g, n, -1e-2f, 1e-2f);
+    for (size_t i = 0; i < n; i++) m[i] = v[i] = 0.0f;
+    float *dp = gput(p, n * 4), *dg = gput(g, n * 4), *dm = gput(m, n * 4), *dv = gput(v, n * 4);
+    ck_assert(TF_HAS(gv, adamw_ex) && TF_HAS(cv, adamw_ex));
+    for (int step = 1; step <= 3; step++) {
+        tf_adamw_desc d = {sizeof d, {1e-3f, 0.9f, 0.999f, 1e-6f, step, 1.0f}, TF_ADAMW_HF};
+        G_OK(gv->adamw_ex(gb, NULL, dp, dg, dm, dv, segs, 2, &d, &err));
+        G_OK(cv->adamw_ex(cb, NULL, p, g, m, v, segs, 2, &d, &err));
+    }
+    float *got = fnew(n);
+    gget(got, dp, n * 4);
+    ASSERT_CLOSE(got, p, n, 1e-6, "adamw_hf params");
+    tf_adamw_desc shortd = {8, {1e-3f, 0.9f, 0.999f, 1e-6f, 1, 1.0f}, TF_ADAMW_HF};
+    ck_assert_int_eq(gv->adamw_ex(gb, NULL, dp, dg, dm, dv, segs, 2, &shortd, &err), TF_ERR_RUNTIME);
+    ck_assert_ptr_nonnull(strstr(err.msg, "descriptor size"));
+    gfree(dp);
+    gfree(dg);
+    gfree(dm);
+    gfree(dv);
+    free(p), free(g), free(m), free(v), free(got);
+}
+END_TEST
+
 /* === the runner ========================================================================================== */
 
 static Suite *cuda_suite(void)
@@ -1130,6 +1160,7 @@ static Suite *cuda_suite(void)
     tcase_add_test(tc, test_embedding_bad_id);
     tcase_add_test(tc, test_embedding_bwd);
     tcase_add_test(tc, test_adamw);
+    tcase_add_test(tc, test_adamw_hf);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -798,6 +798,7 @@ typedef struct ce_case {
     int ignore;     /* 0 none, 1 every third row, 2 all rows */
     bool grad;      /* dlogits wanted */
     bool alias;     /* dlogits over logits */
+    float eps;      /* label smoothing: > 0 goes through both backends' cross_entropy_ex */
 } ce_case;
 
 static void ce_check(const combo *k, const ce_case *c)
@@ -816,22 +817,35 @@ static void ce_check(const combo *k, const ce_case *c)
     for (size_t i = 0; i < n; i++) dx[i] = 7.0f; /* padding columns must keep it */
     float loss = -1.0f;
     const float grad_scale = 0.5f;
-    OK(cv->cross_entropy(cb, NULL, x, c->ld, TF_DTYPE_F32, c->rows, c->classes, labels,
-                         ignore_index, &loss, c->grad ? dx : NULL, grad_scale, &err));
+    if (c->eps > 0.0f) {
+        tf_cross_entropy_desc d = {sizeof d, x, c->ld, TF_DTYPE_F32, c->rows, c->classes, labels,
+                                   ignore_index, c->eps, &loss, c->grad ? dx : NULL, grad_scale};
+        OK(cv->cross_entropy_ex(cb, NULL, &d, &err));
+    } else {
+        OK(cv->cross_entropy(cb, NULL, x, c->ld, TF_DTYPE_F32, c->rows, c->classes, labels,
+                             ignore_index, &loss, c->grad ? dx : NULL, grad_scale, &err));
+    }
 
     gbuf gx = gnew_from(x, n, dt, 0), gdx = gnew_from(dx, n, dt, 0);
     int32_t *gl = galloc((c->rows ? c->rows : 1) * sizeof *gl);
     gput(gl, labels, c->rows * sizeof *gl);
     float *gloss = galloc(sizeof(float));
     void *gd = c->grad ? (c->alias ? gx.p : gdx.p) : NULL;
-    OK(gv->cross_entropy(gb, NULL, gx.p, c->ld, dt, c->rows, c->classes, gl, ignore_index, gloss,
-                         gd, grad_scale, &err));
+    if (c->eps > 0.0f) {
+        tf_cross_entropy_desc d = {sizeof d, gx.p, c->ld, dt, c->rows, c->classes, gl,
+                                   ignore_index, c->eps, gloss, gd, grad_scale};
+        ck_assert(TF_HAS(gv, cross_entropy_ex));
+        OK(gv->cross_entropy_ex(gb, NULL, &d, &err));
+    } else {
+        OK(gv->cross_entropy(gb, NULL, gx.p, c->ld, dt, c->rows, c->classes, gl, ignore_index,
+                             gloss, gd, grad_scale, &err));
+    }
     float g_loss = -2.0f, *g_dx = fnew(n);
     gget(&g_loss, gloss, sizeof g_loss);
     char what[160];
-    snprintf(what, sizeof what, "%s rows %d classes %d ld %lld ignore %d%s%s", k->name, c->rows,
-             c->classes, (long long)c->ld, c->ignore, c->grad ? " grad" : "",
-             c->alias ? " aliased" : "");
+    snprintf(what, sizeof what, "%s rows %d classes %d ld %lld ignore %d eps %g%s%s", k->name,
+             c->rows, c->classes, (long long)c->ld, c->ignore, (double)c->eps,
+             c->grad ? " grad" : "", c->alias ? " aliased" : "");
     ASSERT_CLOSE(&g_loss, &loss, 1, k->dt == TF_DTYPE_F32 ? 1e-5 : 1e-2, "loss, %s", what);
     if (c->ignore == 2 || c->rows == 0) ck_assert_msg(g_loss == 0.0f, "loss %g, %s", g_loss, what);
     if (c->grad) {
@@ -860,17 +874,27 @@ START_TEST(test_cross_entropy)
         for (size_t ci = 0; ci < 3; ci++)
             for (size_t ri = 0; ri < 3; ri++)
                 for (int ig = 0; ig < 3; ig++) {
-                    ce_case c = {rows[ri], classes[ci], classes[ci], ig, true, false};
+                    ce_case c = {rows[ri], classes[ci], classes[ci], ig, true, false, 0.0f};
                     ce_check(k, &c);
                 }
-        ce_case ld = {20, 384, 391, 1, true, false};
+        ce_case ld = {20, 384, 391, 1, true, false, 0.0f};
         ce_check(k, &ld);
-        ce_case nograd = {20, 384, 384, 1, false, false};
+        ce_case nograd = {20, 384, 384, 1, false, false, 0.0f};
         ce_check(k, &nograd);
-        ce_case alias = {20, 1000, 1000, 1, true, true};
+        ce_case alias = {20, 1000, 1000, 1, true, true, 0.0f};
         ce_check(k, &alias);
-        ce_case one_class = {5, 1, 1, 0, true, false};
+        ce_case one_class = {5, 1, 1, 0, true, false, 0.0f};
         ce_check(k, &one_class);
+        /* label smoothing (cross_entropy_ex), against backend-cpu's */
+        for (size_t ci = 0; ci < 3; ci++)
+            for (int ig = 0; ig < 3; ig++) {
+                ce_case sm = {37, classes[ci], classes[ci], ig, true, false, 0.1f};
+                ce_check(k, &sm);
+            }
+        ce_case sm_alias = {20, 1000, 1000, 1, true, true, 0.5f};
+        ce_check(k, &sm_alias);
+        ce_case sm_ld = {20, 384, 391, 1, true, false, 1.0f};
+        ce_check(k, &sm_ld);
     }
 }
 END_TEST

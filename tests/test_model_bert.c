@@ -1328,18 +1328,39 @@ START_TEST(save_and_reload)
 }
 END_TEST
 
+/* A malformed tokenizer_config.json is an error naming the file and the key
+ * when the model is created (it used to mean "lowercase" silently). */
+START_TEST(bad_tokenizer_config)
+{
+    if (!bk) return;
+    const char *d = fresh_dir("badtokcfg");
+    ckpt_opts o = {.dtype = TF_DTYPE_F32, .labels = 2};
+    write_checkpoint(d, &o, "");
+    write_text(fmt("%s/vocab.txt", d), "[PAD]\n[UNK]\n[CLS]\n[SEP]\nHello\n");
+    const char *cfg = keep(fmt("model = { pretrained = \"%s\"; };", d));
+    const char *file = keep(fmt("%s/tokenizer_config.json", d));
+    write_text(file, "{\"do_lower_case\": \"false\"}");
+    expect_create_error(cfg, TF_ERR_DATA, file, "\"do_lower_case\" must be true or false", "the string \"false\"");
+    write_text(file, "{\"do_lower_case\": false,");
+    expect_create_error(cfg, TF_ERR_DATA, file, "not valid JSON", file);
+    write_text(file, "{\"strip_accents\": 1}");
+    expect_create_error(cfg, TF_ERR_DATA, file, "\"strip_accents\" must be true or false (or null)", "an integer");
+}
+END_TEST
+
 START_TEST(save_tokenizer_and_labels)
 {
     if (!bk) return;
     const char *d = fresh_dir("withvocab");
     ckpt_opts o = {.dtype = TF_DTYPE_F32, .labels = 3};
     write_checkpoint(d, &o, ", \"id2label\": {\"0\": \"neg\", \"1\": \"neu\", \"2\": \"pos\"}");
-    write_text(fmt("%s/vocab.txt", d), "[PAD]\n[UNK]\nhello\n");
+    write_text(fmt("%s/vocab.txt", d), "[PAD]\n[UNK]\n[CLS]\n[SEP]\nhello\n");
     write_text(fmt("%s/tokenizer_config.json", d), "{\"do_lower_case\": false}");
     fixture f;
     create_ok(fmt("model = { pretrained = \"%s\"; };", d), 1, 4, 1, &f);
     const tf_model_info *info = mv->info(f.m);
-    ck_assert_str_eq(info->vocab_file, fmt("%s/vocab.txt", d));
+    /* the folder: tf_tokenizer_load picks the file and reads tokenizer_config.json */
+    ck_assert_str_eq(info->vocab_file, d);
     ck_assert(!info->do_lower_case);
     ck_assert_int_eq(info->num_labels, 3);
     const char *out = keep(fmt("%s/withvocab-out", workdir));
@@ -1347,7 +1368,7 @@ START_TEST(save_tokenizer_and_labels)
     ck_assert_int_eq(mv->save(f.m, out, &err), TF_OK);
     struct stat sb;
     ck_assert_int_eq(stat(fmt("%s/vocab.txt", out), &sb), 0);
-    ck_assert_int_eq(sb.st_size, 18);
+    ck_assert_int_eq(sb.st_size, 30);
     ck_assert_int_eq(stat(fmt("%s/tokenizer_config.json", out), &sb), 0);
     FILE *fp = fopen(fmt("%s/config.json", out), "r");
     char text[8192];
@@ -1406,6 +1427,7 @@ static Suite *suite(void)
     tcase_add_test(m, dropout_streams);
     tcase_add_test(m, save_and_reload);
     tcase_add_test(m, save_tokenizer_and_labels);
+    tcase_add_test(m, bad_tokenizer_config);
     suite_add_tcase(s, m);
     return s;
 }

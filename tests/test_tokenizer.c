@@ -11,9 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h" /* tf_cli_tokenize: core/src/cli_tokenize.c is linked in */
+#include "tfcore/dataset.h"
 #include "tfcore/log.h"
 #include "tfcore/tokenizer.h"
 
@@ -1048,6 +1050,79 @@ static void cli_fails(int rc, const char *err_part, const char *in, ...)
 
 #define V "--vocab", DATA "vocab.txt"
 
+static void copy_file(const char *from, const char *to)
+{
+    static char buf[1 << 20];
+    FILE *f = fopen(from, "rb");
+    ck_assert_ptr_nonnull(f);
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    f = fopen(to, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(buf, 1, n, f), n);
+    fclose(f);
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* A model folder with tokenizer.json (lowercase: true), vocab.txt and a
+ * tokenizer_config.json saying do_lower_case: false: the tokenizer training
+ * uses (the dataset's, from the model's folder) and `tfcore tokenize --vocab
+ * DIR` are the same one, and both honour tokenizer_config.json, as
+ * BertTokenizerFast does (it rebuilds the normalizer from its arguments).
+ * Before, training read vocab.txt and tokenize read tokenizer.json alone. */
+START_TEST(test_same_source_for_training_and_tokenize)
+{
+    char dir[128], path[192];
+    snprintf(dir, sizeof dir, "%s/model", tmpdir);
+    ck_assert_int_eq(mkdir(dir, 0700), 0);
+    snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+    copy_file(DATA "tokenizer.json", path);
+    snprintf(path, sizeof path, "%s/vocab.txt", dir);
+    copy_file(DATA "vocab.txt", path);
+    snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
+    write_file(path, "{\"do_lower_case\": false, \"tokenizer_class\": \"BertTokenizer\"}");
+
+    /* training: the dataset's tokenizer, the model folder as model-bert gives it */
+    tf_dataset_open_args a = {.size = sizeof a, .task = TF_TASK_CLASSIFICATION, .num_labels = 2,
+                              .vocab_file = dir, .do_lower_case = 0, .max_seq = 64, .vocab_size = 1000};
+    tf_tokenizer *tok = NULL;
+    tf_error err = {0};
+    ck_assert_int_eq(tf_dataset_tokenizer(&a, NULL, -1, &tok, &err), TF_OK);
+    tf_encoding *e = enc_with(tok, "Hello world", 11, NULL, 0, NULL);
+    char train_ids[256];
+    int len = snprintf(train_ids, sizeof train_ids, "[");
+    for (int i = 0; i < e->n_tokens; i++) len += snprintf(train_ids + len, sizeof train_ids - len, "%s%d", i ? "," : "", e->ids[i]);
+    snprintf(train_ids + len, sizeof train_ids - len, "]\n");
+    tf_tokenizer_free(tok);
+
+    static cli_result r;
+    run_cli(&r, "Hello world\n", "--vocab", dir);
+    ck_assert_int_eq(r.rc, 0);
+    ck_assert_str_eq(r.out, train_ids);
+    ck_assert_str_eq(r.out, "[2,1,10,3]\n"); /* cased: "Hello" is [UNK] in this uncased vocab */
+
+    /* a malformed tokenizer_config.json: file and key, for both */
+    write_file(path, "{\"do_lower_case\": \"false\"}");
+    ck_assert_int_eq(tf_dataset_tokenizer(&a, NULL, -1, &tok, &err), TF_ERR_DATA);
+    ck_assert_msg(strstr(err.msg, "tokenizer_config.json: \"do_lower_case\" must be true or false, got the string"),
+                  "%s", err.msg);
+    run_cli(&r, "Hello world\n", "--vocab", dir);
+    ck_assert_int_eq(r.rc, 5);
+    ck_assert_msg(strstr(r.err, "tokenizer_config.json: \"do_lower_case\" must be true or false"), "%s", r.err);
+    write_file(path, "{\"do_lower_case\": false");
+    run_cli(&r, "Hello world\n", "--vocab", dir);
+    ck_assert_int_eq(r.rc, 5);
+    ck_assert_msg(strstr(r.err, "tokenizer_config.json:1:") && strstr(r.err, "not valid JSON"), "%s", r.err);
+}
+END_TEST
+
 START_TEST(test_cli_outputs)
 {
     cli_ok("Hello, world!\nunaffable\n", "[2,9,11,10,12,3]\n[2,6,7,8,3]\n", NULL);
@@ -1181,6 +1256,7 @@ static Suite *suite(void)
     tcase_add_test(e, test_tokenizer_json_errors);
     tcase_add_test(e, test_encode_errors);
     tcase_add_test(e, test_cli_outputs);
+    tcase_add_test(e, test_same_source_for_training_and_tokenize);
     tcase_add_test(e, test_cli_errors);
     suite_add_tcase(s, e);
     return s;

@@ -113,7 +113,7 @@ START_TEST(values_from_the_config)
 {
     tf_training_args a;
     OK(read_text("training = {\n"
-                 "  output_dir = \"out/run1\"; overwrite_output_dir = true; do_train = false;\n"
+                 "  output_dir = \"out/run1\"; overwrite_output_dir = true; do_train = true;\n"
                  "  per_device_train_batch_size = 32; per_device_eval_batch_size = 64;\n"
                  "  gradient_accumulation_steps = 4; eval_accumulation_steps = 2;\n"
                  "  num_train_epochs = 2; max_steps = 1000; optim = \"adamw_hf\";\n"
@@ -129,7 +129,7 @@ START_TEST(values_from_the_config)
                  "};\n",
                  &a));
     ck_assert_str_eq(a.output_dir, "out/run1");
-    ck_assert(a.overwrite_output_dir && !a.do_train && a.do_eval);
+    ck_assert(a.overwrite_output_dir && a.do_train && a.do_eval);
     ck_assert_int_eq(a.per_device_train_batch_size, 32);
     ck_assert_int_eq(a.per_device_eval_batch_size, 64);
     ck_assert_int_eq(a.gradient_accumulation_steps, 4);
@@ -250,6 +250,13 @@ START_TEST(range_errors)
                      "conf/t.cfg:2: training.num_train_epochs must be in [0, inf], got -1");
     ck_assert_str_eq(fails("training = {\n label_smoothing_factor = 2;\n};"),
                      "conf/t.cfg:2: training.label_smoothing_factor must be in [0, 1], got 2");
+    /* do_train = false evaluates only: it needs do_eval, and has nothing to resume */
+    ck_assert_str_eq(fails("training = {\n do_train = false;\n};"),
+                     "conf/t.cfg:2: training.do_train = false and do_eval = false leave nothing to run; set "
+                     "do_eval = true to evaluate the model as loaded (model.pretrained)");
+    ck_assert_str_eq(fails("training = {\n do_train = false; do_eval = true;\n resume_from_checkpoint = \"last\";\n};"),
+                     "conf/t.cfg:2: training.resume_from_checkpoint continues training, but do_train = false; to "
+                     "evaluate a saved model set model.pretrained = DIR");
     ck_assert_str_eq(fails("training = {\n dataloader_num_workers = -1;\n};"),
                      "conf/t.cfg:2: training.dataloader_num_workers must be in [0, inf], got -1");
     ck_assert_str_eq(fails("training = {\n logging_steps = -5;\n};"),

@@ -9,9 +9,12 @@
  * classification {"logits": [...], "label": argmax}; question answering
  * {"start_logits": [...], "end_logits": [...], "start": i, "end": j, "score": s}
  * with the best span (start <= end, at most 30 tokens, inside text_pair when
- * there is one) and, for text inputs, "answer": the text it covers. */
+ * there is one) and, for text inputs, "answer": the text it covers.
+ * An attention_mask value other than 0/1, or a non-finite output, is an
+ * error naming the input line (JSON has no NaN: never an empty logits list). */
 #include <errno.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,6 +107,10 @@ static tf_status parse_row(json_t *o, const char *where, const tf_tokenizer *tok
         }
         if (m) {
             if ((st = int_array(m, where, "attention_mask", &r->mask, &r->n, err))) return st;
+            for (int i = 0; i < r->n; i++) /* HF's mask: 1 attend, 0 padding; anything else is a typo */
+                if (r->mask[i] != 0 && r->mask[i] != 1)
+                    return tf_error_set(err, TF_ERR_DATA, "%s: attention_mask[%d] = %d; a mask holds only 0 and 1",
+                                        where, i, r->mask[i]);
         } else {
             if (!(r->mask = malloc((size_t)r->n * sizeof *r->mask))) return tf_error_set(err, TF_ERR_RUNTIME, "out of memory");
             for (int i = 0; i < r->n; i++) r->mask[i] = 1;
@@ -227,14 +234,13 @@ static tf_status open_predictor(predictor *p, const tf_plan *plan, tf_error *err
     if (st) return st;
     tf_model_create_args mc = {sizeof mc, tf_config_section(cfg, "model"), p->bvt, p->be,
                                p->pvt->compute_dtype(p->prec), p->pvt->matmul_mode(p->prec),
-                               (uint64_t)plan->training.seed, 0, 0, false};
+                               (uint64_t)plan->training.seed, 0, 0, false,
+                               0.0f /* no labels: no loss */};
     if ((st = p->mvt->create(&mc, &p->model, err))) return st;
     p->info = p->mvt->info(p->model);
     if (p->info->vocab_file) {
-        tf_tokenizer_options to;
-        tf_tokenizer_options_init(&to);
-        to.do_lower_case = p->info->do_lower_case;
-        if ((st = tf_tokenizer_load(p->info->vocab_file, &to, &p->tok, err))) return st;
+        /* the model folder's tokenizer, as training and `tfcore tokenize` load it */
+        if ((st = tf_tokenizer_load(p->info->vocab_file, NULL, &p->tok, err))) return st;
     }
     return TF_OK;
 }
@@ -251,8 +257,27 @@ static void close_predictor(predictor *p)
     if (p->be) p->bvt->close(p->be);
 }
 
+/* A row's logits (the ones row_output prints) are all finite, or an error
+ * naming the input line: JSON has no NaN, and a line of empty logits would
+ * look like an answer. */
+static tf_status check_finite_row(const predictor *p, const pred_row *r, const float *l, const char *in_path,
+                                  tf_error *err)
+{
+    int n = p->info->task == TF_TASK_CLASSIFICATION ? p->info->num_labels : 2 * r->n;
+    for (int k = 0; k < n; k++)
+        if (!isfinite(l[k]))
+            return tf_error_set(err, TF_ERR_RUNTIME,
+                                "%s:%ld: the model's output is not finite (%s %d is %s); check the model's weights "
+                                "and this input",
+                                in_path, r->line,
+                                p->info->task == TF_TASK_CLASSIFICATION ? "logit" : k % 2 ? "end logit" : "start logit",
+                                p->info->task == TF_TASK_CLASSIFICATION ? k : k / 2, isnan(l[k]) ? "NaN" : "infinite");
+    return TF_OK;
+}
+
 /* Forward rows[0..n) padded to their longest; outputs appended to out. */
-static tf_status run_batch(predictor *p, pred_row *rows, int n, int S, FILE *out, tf_error *err)
+static tf_status run_batch(predictor *p, pred_row *rows, int n, int S, const char *in_path, FILE *out,
+                           tf_error *err)
 {
     int L = 0;
     for (int i = 0; i < n; i++)
@@ -283,6 +308,8 @@ static tf_status run_batch(predictor *p, pred_row *rows, int n, int S, FILE *out
             unsigned short h = ((unsigned short *)p->staging)[i];
             p->logits[i] = o.logits_dtype == TF_DTYPE_F16 ? tf_f16_to_f32(h) : tf_bf16_to_f32(h);
         }
+    for (int i = 0; i < n; i++)
+        if ((st = check_finite_row(p, &rows[i], p->logits + (size_t)i * (size_t)o.cols, in_path, err))) return st;
     for (int i = 0; i < n; i++) {
         json_t *j = row_output(p->info, &rows[i], p->logits + (size_t)i * (size_t)o.cols);
         char *line = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(9));
@@ -300,11 +327,11 @@ static tf_status run_batch(predictor *p, pred_row *rows, int n, int S, FILE *out
 static tf_status run_batch_located(predictor *p, pred_row *rows, int n, int S, FILE *out, const char *in_path,
                                    tf_error *err)
 {
-    tf_status st = run_batch(p, rows, n, S, out, err);
+    tf_status st = run_batch(p, rows, n, S, in_path, out, err);
     if (st == TF_OK || st == TF_ERR_RUNTIME) return st; /* out of memory, a device error: not the input's */
     for (int i = 0; n > 1 && i < n; i++) {
         tf_error one = {0};
-        tf_status s1 = run_batch(p, &rows[i], 1, S, out, &one);
+        tf_status s1 = run_batch(p, &rows[i], 1, S, in_path, out, &one);
         if (s1 == TF_OK) continue;
         if (err) *err = one;
         tf_error_prefix(err, "%s:%ld", in_path, rows[i].line);

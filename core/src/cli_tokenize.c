@@ -25,6 +25,8 @@ static const char *const usage_text =
     "write one JSON line per input line: the array of ids, with [CLS]/[SEP].\n"
     "\n"
     "  --vocab FILE          vocab.txt (line i = id i), tokenizer.json, or a model folder\n"
+    "                        (tokenizer.json, else vocab.txt, with its tokenizer_config.json:\n"
+    "                        the tokenizer training uses for that model)\n"
     "  --no-lower            cased model: no lowercasing and no accent stripping\n"
     "  --strip-accents       strip accents (NFD, drop Mn) even without lowercasing\n"
     "  --no-strip-accents    lowercase but keep accents\n"

@@ -1,5 +1,7 @@
 /* dataset_tokenizer.c — the tokenizer a dataset plugin uses (tfcore/dataset.h):
- * the model's vocabulary unless the data section names another, checked to
+ * the model's tokenizer unless the data section names another, loaded by
+ * tf_tokenizer_load exactly as `tfcore tokenize --vocab` loads it (a folder:
+ * tokenizer.json, else vocab.txt, with its tokenizer_config.json), checked to
  * fit the model's embedding table. */
 #include "tfcore/dataset.h"
 
@@ -14,7 +16,7 @@ tf_status tf_dataset_tokenizer(const tf_dataset_open_args *a, const char *vocab_
                             tf_cfg_where(a->section, "plugin"));
     tf_tokenizer_options to;
     tf_tokenizer_options_init(&to);
-    to.do_lower_case = do_lower_case >= 0 ? do_lower_case : a->do_lower_case;
+    to.do_lower_case = do_lower_case; /* -1: the vocabulary's own setting */
     tf_tokenizer *tok;
     tf_status st = tf_tokenizer_load(vocab, &to, &tok, err);
     if (st) return st;

@@ -51,6 +51,34 @@ static tf_status pick_plugin(tf_plan *plan, uint32_t kind, const char *fallback,
     return TF_OK;
 }
 
+/* Training keys that need a slot added after ABI 1.0: refused here (so by
+ * --dry-run too) when the chosen backend or model lacks it, never ignored. */
+static tf_status check_abi_needs(const tf_plan *plan, tf_error *err)
+{
+    const tf_loaded_plugin *bp = plan->plugin[TF_KIND_BACKEND], *mp = plan->plugin[TF_KIND_MODEL];
+    const tf_backend_vtable *bvt = bp->desc->vtable;
+    tf_section *ts = tf_config_section(plan->cfg, "training");
+    const tf_training_args *a = &plan->training;
+    if (a->label_smoothing_factor > 0 && !TF_HAS(bvt, cross_entropy_ex))
+        return tf_error_set(err, TF_ERR_CONFIG,
+                            "%s: training.label_smoothing_factor = %g needs a backend with cross_entropy_ex "
+                            "(plugin ABI 1.2); backend '%s' (ABI %u.%u) has only the unsmoothed loss",
+                            tf_cfg_where(ts, "label_smoothing_factor"), a->label_smoothing_factor,
+                            bp->desc->name, bp->desc->abi_major, bp->desc->abi_minor);
+    if (a->label_smoothing_factor > 0 && mp->desc->abi_minor < 2)
+        return tf_error_set(err, TF_ERR_CONFIG,
+                            "%s: training.label_smoothing_factor = %g needs a model plugin built for ABI 1.2; "
+                            "model '%s' is ABI %u.%u",
+                            tf_cfg_where(ts, "label_smoothing_factor"), a->label_smoothing_factor,
+                            mp->desc->name, mp->desc->abi_major, mp->desc->abi_minor);
+    if (a->optim == TF_OPTIM_ADAMW_HF && !TF_HAS(bvt, adamw_ex))
+        return tf_error_set(err, TF_ERR_CONFIG,
+                            "%s: training.optim = \"adamw_hf\" needs a backend with adamw_ex (plugin ABI 1.2); "
+                            "backend '%s' (ABI %u.%u) runs only \"adamw_torch\"",
+                            tf_cfg_where(ts, "optim"), bp->desc->name, bp->desc->abi_major, bp->desc->abi_minor);
+    return TF_OK;
+}
+
 tf_status tf_plan_resolve(tf_plan *plan, const char *config_file, char *const *overrides,
                           size_t noverrides, const char *const *unsets, size_t nunsets, tf_error *err)
 {
@@ -100,6 +128,7 @@ tf_status tf_plan_resolve(tf_plan *plan, const char *config_file, char *const *o
     if ((st = pick_plugin(plan, TF_KIND_DATASET, NULL, err))) goto fail;
 
     if ((st = tf_config_check_unread(plan->cfg, err))) goto fail;
+    if ((st = check_abi_needs(plan, err))) goto fail;
     return TF_OK;
 fail:
     tf_plan_free(plan);

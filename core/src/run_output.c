@@ -149,18 +149,9 @@ void tf_log_metrics(tf_trainer *t, const tf_metrics *m, int64_t step)
     json_decref(o);
 }
 
-tf_status tf_write_results(tf_trainer *t, double runtime, double samples, double steps, double train_loss,
-                           double epoch, const tf_metrics *eval, tf_error *err)
+/* tfcore's additions to results.json: where the time went, and the run's shape */
+static json_t *tfcore_section(tf_trainer *t)
 {
-    json_t *o = json_object();
-    json_object_set_new(o, "train_runtime", json_real(runtime));
-    json_object_set_new(o, "train_samples_per_second", json_real(runtime > 0 ? samples / runtime : 0));
-    json_object_set_new(o, "train_steps_per_second", json_real(runtime > 0 ? steps / runtime : 0));
-    json_object_set_new(o, "train_loss", json_real(train_loss));
-    json_object_set_new(o, "epoch", json_real(epoch));
-    for (int i = 0; eval && i < eval->n; i++)
-        if (strcmp(eval->name[i], "epoch") != 0) json_object_set_new(o, eval->name[i], json_real(eval->value[i]));
-    /* tfcore's additions: where the time went, and the run's shape */
     json_t *x = json_object();
     json_object_set_new(x, "phase_seconds", phase_json(t));
     json_object_set_new(x, "peak_rss_mb", json_real(tf_peak_rss_mb()));
@@ -178,15 +169,12 @@ tf_status tf_write_results(tf_trainer *t, double runtime, double samples, double
         json_object_set_new(x, tf_kind_name(k), json_string(p ? p->desc->name : "none"));
     }
     if (t->bvt->device_name) json_object_set_new(x, "device", json_string(t->bvt->device_name(t->be)));
-    json_object_set_new(o, "tfcore", x);
+    return x;
+}
 
-    char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
-    /* the Trainer's summary line */
-    json_object_del(o, "tfcore");
-    fprintf(stderr, "{'train_runtime': %.4f, 'train_samples_per_second': %.3f, 'train_steps_per_second': %.3f, "
-                    "'train_loss': %.4f, 'epoch': %.1f}\n",
-            runtime, runtime > 0 ? samples / runtime : 0, runtime > 0 ? steps / runtime : 0, train_loss, epoch);
-    json_decref(o);
+/* output_dir/results.json = text + newline, atomically; frees text */
+static tf_status write_results_text(tf_trainer *t, char *text, tf_error *err)
+{
     if (!text) return tf_error_set(err, TF_ERR_RUNTIME, "out of memory writing results");
     char path[4096];
     snprintf(path, sizeof path, "%s/results.json", t->output_dir);
@@ -205,4 +193,35 @@ tf_status tf_write_results(tf_trainer *t, double runtime, double samples, double
     free(withnl);
     free(text);
     return st;
+}
+
+tf_status tf_write_results(tf_trainer *t, double runtime, double samples, double steps, double train_loss,
+                           double epoch, const tf_metrics *eval, tf_error *err)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "train_runtime", json_real(runtime));
+    json_object_set_new(o, "train_samples_per_second", json_real(runtime > 0 ? samples / runtime : 0));
+    json_object_set_new(o, "train_steps_per_second", json_real(runtime > 0 ? steps / runtime : 0));
+    json_object_set_new(o, "train_loss", json_real(train_loss));
+    json_object_set_new(o, "epoch", json_real(epoch));
+    for (int i = 0; eval && i < eval->n; i++)
+        if (strcmp(eval->name[i], "epoch") != 0) json_object_set_new(o, eval->name[i], json_real(eval->value[i]));
+    json_object_set_new(o, "tfcore", tfcore_section(t));
+    char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+    /* the Trainer's summary line */
+    fprintf(stderr, "{'train_runtime': %.4f, 'train_samples_per_second': %.3f, 'train_steps_per_second': %.3f, "
+                    "'train_loss': %.4f, 'epoch': %.1f}\n",
+            runtime, runtime > 0 ? samples / runtime : 0, runtime > 0 ? steps / runtime : 0, train_loss, epoch);
+    json_decref(o);
+    return write_results_text(t, text, err);
+}
+
+tf_status tf_write_eval_results(tf_trainer *t, const tf_metrics *eval, tf_error *err)
+{
+    json_t *o = json_object();
+    for (int i = 0; i < eval->n; i++) json_object_set_new(o, eval->name[i], json_real(eval->value[i]));
+    json_object_set_new(o, "tfcore", tfcore_section(t));
+    char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+    json_decref(o);
+    return write_results_text(t, text, err);
 }

@@ -660,6 +660,7 @@ tf_status tf_tokenizer_load(const char *path, const tf_tokenizer_options *opt, t
                             "(use tf_tokenizer_options_init)", opt->size, sizeof(tf_tokenizer_options));
     struct stat st;
     char *file = NULL;
+    tf_tokenizer_options merged;
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
         size_t n = strlen(path) + 32;
         file = malloc(n);
@@ -671,6 +672,29 @@ tf_status tf_tokenizer_load(const char *path, const tf_tokenizer_options *opt, t
             return tf_error_set(err, TF_ERR_DATA, "%s: no tokenizer.json or vocab.txt in this directory",
                                 path);
         }
+        /* A folder is read as transformers' AutoTokenizer reads a BERT model's:
+         * BertTokenizerFast's constructor arguments — tokenizer_config.json's,
+         * else its defaults do_lower_case True, strip_accents None (= follow
+         * lowercasing), tokenize_chinese_chars True — replace tokenizer.json's
+         * normalizer flags. What the caller set overrides both. */
+        tf_tokenizer_options_init(&merged);
+        if (opt) merged = *opt, merged.size = sizeof merged;
+        tf_tokenizer_config tc = {-1, -1, -1};
+        snprintf(file, n, "%s/tokenizer_config.json", path);
+        if (lstat(file, &st) == 0) {
+            tf_status cs = tf_tokenizer_config_read(file, &tc, err);
+            if (cs) {
+                free(file);
+                return cs;
+            }
+        }
+        if (merged.do_lower_case < 0) merged.do_lower_case = tc.do_lower_case >= 0 ? tc.do_lower_case : 1;
+        if (merged.strip_accents < 0) merged.strip_accents = tc.strip_accents >= 0 ? tc.strip_accents : merged.do_lower_case;
+        if (merged.tokenize_chinese_chars < 0)
+            merged.tokenize_chinese_chars = tc.tokenize_chinese_chars >= 0 ? tc.tokenize_chinese_chars : 1;
+        opt = &merged;
+        snprintf(file, n, "%s/tokenizer.json", path);
+        if (stat(file, &st) != 0) snprintf(file, n, "%s/vocab.txt", path);
     }
     tf_tokenizer *tok = calloc(1, sizeof *tok);
     if (!tok) {

@@ -221,7 +221,8 @@ tf_status tf_trainer_setup(tf_trainer *t, const tf_plan *plan, const tf_worker *
      * so a step queues backward before the host waits for the loss */
     t->defer_loss = TF_HAS(t->mvt, read_loss);
     tf_model_create_args mc = {sizeof mc, tf_config_section(cfg, "model"), t->bvt, t->be, act, mm,
-                               (uint64_t)a->seed, 0, 0, t->defer_loss};
+                               (uint64_t)a->seed, 0, 0, t->defer_loss,
+                               (float)a->label_smoothing_factor};
     if ((st = t->mvt->create(&mc, &t->model, err))) return st;
     t->info = t->mvt->info(t->model);
     tf_info("model: %s, %d layers, hidden %d, %s", t->info->source, t->info->num_layers,
@@ -369,9 +370,15 @@ static tf_status optimizer_step(tf_trainer *t, const tf_lr_schedule *lrs, double
             if ((st = clip_gradients(t, norm, err))) return st;
             tf_adamw_hyper h = {(float)*lr_used, (float)t->args->adam_beta1, (float)t->args->adam_beta2,
                                 (float)t->args->adam_epsilon, t->global_step + 1 - t->skipped_steps, 1.0f};
-            if ((st = t->bvt->adamw(t->be, NULL, t->buf.params, t->buf.grads, t->exp_avg, t->exp_avg_sq, t->segs,
-                                    t->nsegs, &h, err)))
-                return st;
+            if (t->args->optim == TF_OPTIM_ADAMW_HF) { /* transformers' AdamW (plan checked adamw_ex) */
+                tf_adamw_desc d = {sizeof d, h, TF_ADAMW_HF};
+                st = t->bvt->adamw_ex(t->be, NULL, t->buf.params, t->buf.grads, t->exp_avg, t->exp_avg_sq,
+                                      t->segs, t->nsegs, &d, err);
+            } else {
+                st = t->bvt->adamw(t->be, NULL, t->buf.params, t->buf.grads, t->exp_avg, t->exp_avg_sq, t->segs,
+                                   t->nsegs, &h, err);
+            }
+            if (st) return st;
         }
     } else {
         t->skipped_steps++;
@@ -537,11 +544,24 @@ out:
     return st;
 }
 
+/* do_train = false (with do_eval, which training_args.c made sure of): what
+ * the Trainer scripts do then (run_glue: trainer.evaluate() on the model as
+ * loaded): evaluate, no optimizer step, no checkpoint, no saved model;
+ * results.json and log.jsonl get the eval metrics. */
+static tf_status evaluate_only(tf_trainer *t, tf_error *err)
+{
+    tf_metrics m = {0};
+    tf_status st = tf_trainer_broadcast_params(t, err); /* one model for every worker */
+    if (!st) st = tf_trainer_evaluate(t, NAN, &m, err);
+    if (!st && t->rank == 0) st = tf_write_eval_results(t, &m, err);
+    return st;
+}
+
 tf_status tf_trainer_run(tf_trainer *t, tf_error *err)
 {
     tf_status st = TF_OK;
     if (t->rank == 0) st = tf_mkdirs(t->output_dir, err);
     if (!st && t->rank == 0) st = tf_open_log(t, err);
-    if (!st) st = run_loop(t, err);
+    if (!st) st = t->args->do_train ? run_loop(t, err) : evaluate_only(t, err);
     return st;
 }

@@ -1,6 +1,7 @@
 /* trainer_eval.c — evaluation over the whole eval split, as Trainer.evaluate:
  * eval_loss is the mean over examples of their batch's mean loss, then the
  * dataset's metrics from every row's logits. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -116,7 +117,7 @@ tf_status tf_trainer_evaluate(tf_trainer *t, double epoch, tf_metrics *out, tf_e
     tf_metrics_add(&m, "eval_runtime", runtime);
     tf_metrics_add(&m, "eval_samples_per_second", (double)rows / runtime);
     tf_metrics_add(&m, "eval_steps_per_second", (double)batches / runtime);
-    tf_metrics_add(&m, "epoch", epoch);
+    if (!isnan(epoch)) tf_metrics_add(&m, "epoch", epoch); /* NaN: no training (the Trainer has no epoch then) */
     t->last_eval = m;
     if (out) *out = m;
     t->phase[TF_PHASE_EVAL] += runtime;

@@ -90,6 +90,8 @@ tf_status tf_log_resume_trim(tf_trainer *t, tf_error *err);
 void tf_log_step(tf_trainer *t, tf_progress *p, double loss, double grad_norm, double lr, double epoch);
 /* A metrics dict (evaluation) into log.jsonl and on stderr. */
 void tf_log_metrics(tf_trainer *t, const tf_metrics *m, int64_t step);
+/* do_train = false: results.json with the evaluation's metrics (no train_* keys) */
+tf_status tf_write_eval_results(tf_trainer *t, const tf_metrics *eval, tf_error *err);
 tf_status tf_write_results(tf_trainer *t, double runtime, double samples, double steps, double train_loss,
                            double epoch, const tf_metrics *eval, tf_error *err);
 

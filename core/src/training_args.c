@@ -322,6 +322,16 @@ static tf_status read_all(tf_section *t, const char *config_path, tf_training_ar
 static tf_status post_init(tf_section *t, tf_training_args *a, tf_error *err)
 {
     tf_status st;
+    if (!a->do_train && !a->do_eval && a->eval_strategy == TF_STRATEGY_NO)
+        return tf_error_set(err, TF_ERR_CONFIG,
+                            "%s: training.do_train = false and do_eval = false leave nothing to run; set "
+                            "do_eval = true to evaluate the model as loaded (model.pretrained)",
+                            tf_cfg_where(t, "do_train"));
+    if (!a->do_train && a->resume_from_checkpoint)
+        return tf_error_set(err, TF_ERR_CONFIG,
+                            "%s: training.resume_from_checkpoint continues training, but do_train = false; to "
+                            "evaluate a saved model set model.pretrained = DIR",
+                            tf_cfg_where(t, "do_train"));
     if (a->eval_strategy != TF_STRATEGY_NO) a->do_eval = true;
     if (a->eval_strategy == TF_STRATEGY_STEPS && a->eval_steps == 0) {
         if (a->logging_steps > 0)

@@ -5,7 +5,8 @@
  *
  * Where tfcore differs from transformers 4.46 (each also noted at its field):
  *  - output_dir is required in 4.46; we default to "runs/<config file stem>".
- *  - do_train defaults to true: `tfcore train` trains.
+ *  - do_train defaults to true: `tfcore train` trains; do_train = false with
+ *    do_eval = true evaluates the loaded model only (as run_glue does).
  *  - disable_tqdm defaults to false and report_to to "none" (4.46: None,
  *    resolved from the log level / to every installed integration).
  *  - only the optimizers and schedulers tfcore implements are accepted; the
@@ -34,9 +35,10 @@ typedef enum tf_lr_scheduler {
     TF_LR_COSINE
 } tf_lr_scheduler;
 
-/* OptimizerNames, the ones tfcore implements (both are AdamW with decoupled
- * weight decay; adamw_hf is transformers' own AdamW class, which 4.46 still
- * offers, same update rule). */
+/* OptimizerNames, the ones tfcore implements: adamw_torch is torch.optim.AdamW;
+ * adamw_hf is transformers.optimization.AdamW, whose update differs (eps added
+ * before the bias correction, weight decay applied after the update; the
+ * backend's adamw_ex slot with TF_ADAMW_HF, tfcore/backend.h). */
 typedef enum tf_optim { TF_OPTIM_ADAMW_TORCH = 0, TF_OPTIM_ADAMW_HF } tf_optim;
 
 /* Tri-state for HF's Optional[bool] fields. */
@@ -46,7 +48,7 @@ typedef struct tf_training_args {
     /* where and what */
     char *output_dir;           /* default "runs/<config stem>" (4.46: required) */
     bool overwrite_output_dir;  /* false */
-    bool do_train;              /* true (4.46: false; tfcore train always trains) */
+    bool do_train;              /* true (4.46: false); false: evaluate the model as loaded, no training */
     bool do_eval;               /* false, forced true when eval_strategy != no (as 4.46) */
     char *resume_from_checkpoint; /* NULL: start fresh */
 

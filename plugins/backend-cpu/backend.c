@@ -261,6 +261,8 @@ static const tf_backend_vtable cpu_vtable = {
     .host_memory = cpu_host_memory,
     .native_stream = NULL, /* no native streams: ops run synchronously on the calling thread */
     .device_count = cpu_device_count,
+    .cross_entropy_ex = cpu_cross_entropy_ex,
+    .adamw_ex = cpu_adamw_ex,
 };
 
 TF_PLUGIN_DEFINE(TF_KIND_BACKEND, CPU_PLUGIN_NAME, CPU_PLUGIN_VERSION,

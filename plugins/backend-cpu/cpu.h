@@ -218,10 +218,15 @@ tf_status cpu_cross_entropy(tf_backend *be, tf_stream *s, const void *logits, in
                             tf_dtype dt, int rows, int classes, const int32_t *labels,
                             int ignore_index, float *loss, void *dlogits, float grad_scale,
                             tf_error *err);
+tf_status cpu_cross_entropy_ex(tf_backend *be, tf_stream *s, const tf_cross_entropy_desc *d,
+                               tf_error *err);
 
 /* optimizer.c */
 tf_status cpu_adamw(tf_backend *be, tf_stream *s, float *params, const float *grads, float *m,
                     float *v, const tf_adamw_segment *segs, size_t nsegs,
                     const tf_adamw_hyper *h, tf_error *err);
+tf_status cpu_adamw_ex(tf_backend *be, tf_stream *s, float *params, const float *grads, float *m,
+                       float *v, const tf_adamw_segment *segs, size_t nsegs,
+                       const tf_adamw_desc *d, tf_error *err);
 
 #endif

@@ -8,6 +8,12 @@
  * label outside [0, classes) that is not ignore_index is TF_ERR_DATA naming
  * it and its row.
  *
+ * cpu_cross_entropy_ex adds label smoothing ε, as transformers' LabelSmoother
+ * (tfcore/backend.h, tf_cross_entropy_desc):
+ *   loss[r] = (1-ε)·nll[r] + ε/classes · sum_j(-log softmax(logits[r])[j])
+ *   dlogits[r, j] = w · (softmax[j] - (1-ε)·[j == label] - ε/classes)
+ * ε = 0 takes exactly the unsmoothed path.
+ *
  * The loss is summed in double over pieces fixed by the row count alone, so
  * it has the same bits whatever the thread count. dlogits may alias logits
  * (each row's statistics are taken before the row is overwritten). */
@@ -44,30 +50,49 @@ static void row_grad(const float *x, int n, float mx, float log_sum, float w, fl
     for (int j = 0; j < n; j++) dx[j] = cpu_expf((x[j] - mx) - log_sum) * w;
 }
 
-/* nll of one row; writes its gradient row when dx != NULL. As torch's
- * log_softmax, the row maximum comes off first: (x - max) is exact, and
- * log p = (x - max) - log(sum) keeps its precision even when |x| is large. */
-static double ce_row(const float *x, int classes, int label, float w, float *dx)
+CPU_CLONES
+static double row_sum(const float *x, int n)
+{
+    double s = 0.0;
+#pragma omp simd reduction(+ : s)
+    for (int j = 0; j < n; j++) s += (double)x[j];
+    return s;
+}
+
+/* The loss of one row (eps = 0: its nll); writes its gradient row when
+ * dx != NULL. As torch's log_softmax, the row maximum comes off first:
+ * (x - max) is exact, and log p = (x - max) - log(sum) keeps its precision
+ * even when |x| is large. */
+static double ce_row(const float *x, int classes, int label, float eps, float w, float *dx)
 {
     float mx = row_max(x, classes);
     double log_sum = log(row_sum_exp(x, classes, mx));
     double nll = log_sum - ((double)x[label] - (double)mx);
+    /* sum_j -log p_j = classes·log_sum - sum_j (x_j - max) */
+    double smooth = eps > 0.0f ? (double)classes * log_sum -
+                                     (row_sum(x, classes) - (double)classes * (double)mx)
+                               : 0.0;
     if (dx) {
         float ls = (float)log_sum;
         float p_label = cpu_expf((x[label] - mx) - ls);
         row_grad(x, classes, mx, ls, w, dx);
-        dx[label] = (p_label - 1.0f) * w;
+        if (eps > 0.0f) {
+            float u = eps / (float)classes * w; /* the uniform target's share */
+            for (int j = 0; j < classes; j++) dx[j] -= u;
+            dx[label] -= (1.0f - eps) * w;
+        } else {
+            dx[label] = (p_label - 1.0f) * w;
+        }
     }
+    if (eps > 0.0f) return (1.0 - (double)eps) * nll + (double)eps * smooth / (double)classes;
     return nll;
 }
 
-tf_status cpu_cross_entropy(tf_backend *be, tf_stream *s, const void *logits, int64_t ld_logits,
-                            tf_dtype dt, int rows, int classes, const int32_t *labels,
-                            int ignore_index, float *loss, void *dlogits, float grad_scale,
-                            tf_error *err)
+static tf_status cross_entropy(tf_backend *be, const char *op, const void *logits,
+                               int64_t ld_logits, tf_dtype dt, int rows, int classes,
+                               const int32_t *labels, int ignore_index, float eps, float *loss,
+                               void *dlogits, float grad_scale, tf_error *err)
 {
-    (void)s;
-    const char *op = "cross_entropy";
     tf_status st;
     if ((st = cpu_need(err, op, "backend", be)) || (st = cpu_need_f32(err, op, "logits", dt)) ||
         (st = cpu_need_min(err, op, "rows", rows, 0)) ||
@@ -110,7 +135,7 @@ tf_status cpu_cross_entropy(tf_backend *be, tf_stream *s, const void *logits, in
                         for (int j = 0; j < classes; j++) dr[j] = 0.0f;
                     continue;
                 }
-                sum += ce_row(xr, classes, labels[r], w, dr);
+                sum += ce_row(xr, classes, labels[r], eps, w, dr);
             }
             part[p] = sum;
         }
@@ -119,4 +144,32 @@ tf_status cpu_cross_entropy(tf_backend *be, tf_stream *s, const void *logits, in
     for (int p = 0; p < CE_PIECES; p++) total += part[p];
     *loss = count > 0 ? (float)(total / (double)count) : 0.0f;
     return TF_OK;
+}
+
+tf_status cpu_cross_entropy(tf_backend *be, tf_stream *s, const void *logits, int64_t ld_logits,
+                            tf_dtype dt, int rows, int classes, const int32_t *labels,
+                            int ignore_index, float *loss, void *dlogits, float grad_scale,
+                            tf_error *err)
+{
+    (void)s;
+    return cross_entropy(be, "cross_entropy", logits, ld_logits, dt, rows, classes, labels,
+                         ignore_index, 0.0f, loss, dlogits, grad_scale, err);
+}
+
+tf_status cpu_cross_entropy_ex(tf_backend *be, tf_stream *s, const tf_cross_entropy_desc *d,
+                               tf_error *err)
+{
+    (void)s;
+    const char *op = "cross_entropy_ex";
+    tf_status st;
+    if ((st = cpu_need(err, op, "descriptor", d))) return st;
+    if (d->size < sizeof *d)
+        return cpu_fail(err, TF_ERR_RUNTIME, op, "descriptor size %u, ABI 1.2 needs %zu",
+                        (unsigned)d->size, sizeof *d);
+    if (!(d->label_smoothing >= 0.0f && d->label_smoothing <= 1.0f))
+        return cpu_fail(err, TF_ERR_RUNTIME, op, "label_smoothing must be in [0, 1], got %g",
+                        (double)d->label_smoothing);
+    return cross_entropy(be, op, d->logits, d->ld_logits, d->dt, d->rows, d->classes, d->labels,
+                         d->ignore_index, d->label_smoothing, d->loss, d->dlogits,
+                         d->grad_scale, err);
 }

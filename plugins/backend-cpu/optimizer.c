@@ -9,6 +9,14 @@
  * The scalar factors are computed in double and rounded to float once, as
  * Python floats reaching a float tensor op are.
  *
+ * cpu_adamw_ex with TF_ADAMW_HF has the arithmetic of transformers'
+ * AdamW (transformers.optimization.AdamW, 4.46, optim "adamw_hf"), in its order:
+ *   m  = m * beta1 + (1 - beta1) * g
+ *   v  = v * beta2 + ((1 - beta2) * g) * g
+ *   denom = sqrt(v) + eps                     (eps before the bias correction)
+ *   p  = p + (-(lr * sqrt(1 - beta2^step) / (1 - beta1^step))) * (m / denom)
+ *   p  = p + (-(lr * wd)) * p                 (weight decay after the update, wd > 0)
+ *
  * Segments [offset, offset+count) must not overlap (an element updated twice
  * would be a silent error); they may come in any order. */
 #include <math.h>
@@ -21,8 +29,9 @@ typedef struct adamw_consts {
     float beta2, one_minus_beta2;
     float bc2_sqrt;   /* sqrt(1 - beta2^step) */
     float eps;
-    float neg_step;   /* -lr / (1 - beta1^step) */
+    float neg_step;   /* -lr / (1 - beta1^step); HF: -lr * sqrt(1 - beta2^step) / (1 - beta1^step) */
     float grad_scale;
+    float neg_lr_wd;  /* HF: -lr * wd */
 } adamw_consts;
 
 CPU_CLONES
@@ -43,6 +52,25 @@ static void adamw_span(float *p, const float *g, float *m, float *v, size_t n,
     }
 }
 
+CPU_CLONES
+static void adamw_span_hf(float *p, const float *g, float *m, float *v, size_t n,
+                          const adamw_consts *c)
+{
+    const adamw_consts k = *c;
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) {
+        float gi = g[i] * k.grad_scale;
+        float mi = m[i] * k.beta1 + k.one_minus_beta1 * gi;
+        float vi = v[i] * k.beta2 + (k.one_minus_beta2 * gi) * gi;
+        float denom = sqrtf(vi) + k.eps;
+        float pi = p[i] + k.neg_step * (mi / denom);
+        if (k.neg_lr_wd != 0.0f) pi = pi + k.neg_lr_wd * pi;
+        p[i] = pi;
+        m[i] = mi;
+        v[i] = vi;
+    }
+}
+
 /* libtfcore's checks (tfcore/backend.h), with this backend's prefix */
 static tf_status check_segments(tf_error *err, const tf_adamw_segment *segs, size_t nsegs)
 {
@@ -58,12 +86,10 @@ static tf_status check_hyper(tf_error *err, const tf_adamw_hyper *h)
     return st;
 }
 
-tf_status cpu_adamw(tf_backend *be, tf_stream *s, float *params, const float *grads, float *m,
-                    float *v, const tf_adamw_segment *segs, size_t nsegs,
-                    const tf_adamw_hyper *h, tf_error *err)
+static tf_status adamw(tf_backend *be, const char *op, float *params, const float *grads, float *m,
+                       float *v, const tf_adamw_segment *segs, size_t nsegs,
+                       const tf_adamw_hyper *h, tf_adamw_rule rule, tf_error *err)
 {
-    (void)s;
-    const char *op = "adamw";
     tf_status st;
     if ((st = cpu_need(err, op, "backend", be)) || (st = cpu_need(err, op, "hyper", h)) ||
         (st = check_hyper(err, h)))
@@ -92,14 +118,44 @@ tf_status cpu_adamw(tf_backend *be, tf_stream *s, float *params, const float *gr
                 .one_minus_beta2 = (float)(1.0 - b2),
                 .bc2_sqrt = (float)sqrt(bc2),
                 .eps = h->eps,
-                .neg_step = (float)(-(lr / bc1)),
+                .neg_step = rule == TF_ADAMW_HF ? (float)(-(lr * sqrt(bc2) / bc1))
+                                                : (float)(-(lr / bc1)),
                 .grad_scale = h->grad_scale,
+                .neg_lr_wd = sg->weight_decay > 0.0f ? (float)(-(lr * (double)sg->weight_decay))
+                                                     : 0.0f,
             };
             size_t lo, hi;
             cpu_split(sg->count, cpu_team_size(), cpu_thread_id(), 16, &lo, &hi);
             size_t o = sg->offset + lo;
-            if (lo < hi) adamw_span(params + o, grads + o, m + o, v + o, hi - lo, &c);
+            if (lo < hi && rule == TF_ADAMW_HF)
+                adamw_span_hf(params + o, grads + o, m + o, v + o, hi - lo, &c);
+            else if (lo < hi)
+                adamw_span(params + o, grads + o, m + o, v + o, hi - lo, &c);
         }
     }
     return TF_OK;
+}
+
+tf_status cpu_adamw(tf_backend *be, tf_stream *s, float *params, const float *grads, float *m,
+                    float *v, const tf_adamw_segment *segs, size_t nsegs,
+                    const tf_adamw_hyper *h, tf_error *err)
+{
+    (void)s;
+    return adamw(be, "adamw", params, grads, m, v, segs, nsegs, h, TF_ADAMW_TORCH, err);
+}
+
+tf_status cpu_adamw_ex(tf_backend *be, tf_stream *s, float *params, const float *grads, float *m,
+                       float *v, const tf_adamw_segment *segs, size_t nsegs,
+                       const tf_adamw_desc *d, tf_error *err)
+{
+    (void)s;
+    const char *op = "adamw_ex";
+    tf_status st;
+    if ((st = cpu_need(err, op, "descriptor", d))) return st;
+    if (d->size < sizeof *d)
+        return cpu_fail(err, TF_ERR_RUNTIME, op, "descriptor size %u, ABI 1.2 needs %zu",
+                        (unsigned)d->size, sizeof *d);
+    if (d->rule != TF_ADAMW_TORCH && d->rule != TF_ADAMW_HF)
+        return cpu_fail(err, TF_ERR_RUNTIME, op, "unknown rule %d", (int)d->rule);
+    return adamw(be, op, params, grads, m, v, segs, nsegs, &d->hyper, d->rule, err);
 }

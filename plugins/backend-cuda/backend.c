@@ -305,6 +305,8 @@ static const tf_backend_vtable cuda_vtable = {
     .host_memory = cuda_host_memory,
     .native_stream = cuda_native_stream,
     .device_count = cuda_device_count,
+    .cross_entropy_ex = cuda_cross_entropy_ex,
+    .adamw_ex = cuda_adamw_ex,
 };
 
 TF_PLUGIN_DEFINE(TF_KIND_BACKEND, CUDA_PLUGIN_NAME, CUDA_PLUGIN_VERSION,

@@ -143,6 +143,7 @@ typedef struct tfc_adamw_chunk {
 typedef struct tfc_adamw_scalars {
     float lr, beta1, one_minus_beta1, beta2, one_minus_beta2, bc2_sqrt, eps, neg_step,
         grad_scale;
+    int hf; /* TF_ADAMW_HF: transformers' AdamW (neg_step = -lr·sqrt(bc2)/bc1; see optimizer.cu) */
 } tfc_adamw_scalars;
 
 /* chunks[nchunks] and weight_decay[] live in device memory. */
@@ -456,6 +457,8 @@ tf_status cuda_cross_entropy(tf_backend *be, tf_stream *s, const void *logits, i
                              tf_dtype dt, int rows, int classes, const int32_t *labels,
                              int ignore_index, float *loss, void *dlogits, float grad_scale,
                              tf_error *err);
+tf_status cuda_cross_entropy_ex(tf_backend *be, tf_stream *s, const tf_cross_entropy_desc *d,
+                                tf_error *err);
 /* elementwise_ops.c */
 tf_status cuda_gelu_fwd(tf_backend *be, tf_stream *s, const void *x, void *y, size_t n,
                         tf_gelu_kind kind, tf_dtype dt, tf_error *err);
@@ -487,6 +490,9 @@ tf_status cuda_embedding_bwd(tf_backend *be, tf_stream *s, const int32_t *ids, i
 tf_status cuda_adamw(tf_backend *be, tf_stream *s, float *params, const float *grads, float *m,
                      float *v, const tf_adamw_segment *segs, size_t nsegs,
                      const tf_adamw_hyper *h, tf_error *err);
+tf_status cuda_adamw_ex(tf_backend *be, tf_stream *s, float *params, const float *grads,
+                        float *m, float *v, const tf_adamw_segment *segs, size_t nsegs,
+                        const tf_adamw_desc *d, tf_error *err);
 #endif /* !__CUDACC__ */
 
 #endif

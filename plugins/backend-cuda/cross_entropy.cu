@@ -5,6 +5,9 @@
  *   loss    = sum of nll over counted rows / count   (0 when count == 0)
  *   dlogits[r, j] = grad_scale / count * (softmax(x[r])[j] - [j == label]),
  *                   0 on ignored rows.
+ * With label smoothing ε > 0 (transformers' LabelSmoother) a row's loss is
+ *   (1-ε)·nll[r] + ε/classes · (classes·log_sum - sum_j (x[r, j] - max_r))
+ * and its gradient w·(softmax - (1-ε)·[j == label] - ε/classes).
  * The row's sum of exponentials and its log are taken in double; the
  * gradient is computed in float from the float log-sum, as backend-cpu does.
  *
@@ -54,8 +57,8 @@ __global__ void __launch_bounds__(CE_REDUCE_THREADS)
 template <typename T>
 __global__ void __launch_bounds__(CE_ROW_MAX_THREADS)
     ce_rows(const T *x, int64_t ld, int classes, const int32_t *__restrict__ labels,
-            int ignore_index, const long long *__restrict__ count, float grad_scale, T *dx,
-            double *__restrict__ nll)
+            int ignore_index, float eps, const long long *__restrict__ count, float grad_scale,
+            T *dx, double *__restrict__ nll)
 {
     __shared__ double redd[32];
     __shared__ float redf[32];
@@ -79,14 +82,24 @@ __global__ void __launch_bounds__(CE_ROW_MAX_THREADS)
     for (int j = threadIdx.x; j < classes; j += blockDim.x)
         sum += (double)expf(tfcb_to_f32<T>(x[base + j]) - mx);
     const double log_sum = log(tfcb_block_sum(sum, redd));
-    if (threadIdx.x == 0) nll[r] = valid ? log_sum - ((double)x_label - (double)mx) : (double)NAN;
+    double row_loss = log_sum - ((double)x_label - (double)mx);
+    if (eps > 0.0f) { /* eps is uniform over the grid: every thread reaches the barrier */
+        double xs = 0.0;
+        for (int j = threadIdx.x; j < classes; j += blockDim.x) xs += (double)tfcb_to_f32<T>(x[base + j]);
+        xs = tfcb_block_sum(xs, redd);
+        double smooth = (double)classes * log_sum - (xs - (double)classes * (double)mx);
+        row_loss = (1.0 - (double)eps) * row_loss + (double)eps * smooth / (double)classes;
+    }
+    if (threadIdx.x == 0) nll[r] = valid ? row_loss : (double)NAN;
     if (!dx) return;
     const long long n = *count; /* >= 1: this row counts */
     const float w = (float)((double)grad_scale / (double)n);
     const float ls = (float)log_sum;
     for (int j = threadIdx.x; j < classes; j += blockDim.x) {
         float p = expf((tfcb_to_f32<T>(x[base + j]) - mx) - ls);
-        float g = valid ? (j == label ? p - 1.0f : p) * w : NAN;
+        float g = !valid ? NAN
+                  : eps > 0.0f ? p * w - eps / (float)classes * w - (j == label ? (1.0f - eps) * w : 0.0f)
+                               : (j == label ? p - 1.0f : p) * w;
         dx[base + j] = tfcb_from_f32<T>(g);
     }
 }
@@ -108,8 +121,8 @@ __global__ void __launch_bounds__(CE_REDUCE_THREADS)
 
 template <typename T>
 static cudaError_t ce_launch(cudaStream_t s, const void *logits, int64_t ld, int rows,
-                             int classes, const int32_t *labels, int ignore_index, float *loss,
-                             void *dlogits, float grad_scale, void *workspace)
+                             int classes, const int32_t *labels, int ignore_index, float eps,
+                             float *loss, void *dlogits, float grad_scale, void *workspace)
 {
     double *nll = (double *)workspace;                                     /* [rows] */
     long long *count = (long long *)((char *)workspace + (size_t)rows * sizeof(double)); /* [1] */
@@ -119,8 +132,8 @@ static cudaError_t ce_launch(cudaStream_t s, const void *logits, int64_t ld, int
         int threads = (classes + 31) / 32 * 32;
         threads = threads > CE_ROW_MAX_THREADS ? CE_ROW_MAX_THREADS : threads;
         TFCB_LAUNCH(ce_rows<T>, rows, threads, 0, s)
-        ((const T *)logits, ld, classes, labels, ignore_index, count, grad_scale, (T *)dlogits,
-         nll);
+        ((const T *)logits, ld, classes, labels, ignore_index, eps, count, grad_scale,
+         (T *)dlogits, nll);
         TFCB_CHECK_LAUNCH();
     }
     TFCB_LAUNCH(ce_final, 1, CE_REDUCE_THREADS, 0, s)(nll, rows, count, loss);
@@ -130,22 +143,24 @@ static cudaError_t ce_launch(cudaStream_t s, const void *logits, int64_t ld, int
 
 extern "C" cudaError_t tfc_cross_entropy(cudaStream_t s, const void *logits, int64_t ld_logits,
                                          tf_dtype dt, int rows, int classes,
-                                         const int32_t *labels, int ignore_index, float *loss,
-                                         void *dlogits, float grad_scale, void *workspace)
+                                         const int32_t *labels, int ignore_index,
+                                         float label_smoothing, float *loss, void *dlogits,
+                                         float grad_scale, void *workspace)
 {
-    if (rows < 0 || classes < 1 || ld_logits < classes || !loss || !workspace ||
+    const float eps = label_smoothing;
+    if (!(eps >= 0.0f && eps <= 1.0f) || rows < 0 || classes < 1 || ld_logits < classes || !loss || !workspace ||
         ((uintptr_t)workspace & 7u) != 0 || (rows > 0 && (!logits || !labels)))
         return cudaErrorInvalidValue;
     switch (dt) {
     case TF_DTYPE_F32:
-        return ce_launch<float>(s, logits, ld_logits, rows, classes, labels, ignore_index, loss,
-                                dlogits, grad_scale, workspace);
+        return ce_launch<float>(s, logits, ld_logits, rows, classes, labels, ignore_index, eps,
+                                loss, dlogits, grad_scale, workspace);
     case TF_DTYPE_F16:
-        return ce_launch<__half>(s, logits, ld_logits, rows, classes, labels, ignore_index, loss,
-                                 dlogits, grad_scale, workspace);
+        return ce_launch<__half>(s, logits, ld_logits, rows, classes, labels, ignore_index, eps,
+                                 loss, dlogits, grad_scale, workspace);
     case TF_DTYPE_BF16:
         return ce_launch<__nv_bfloat16>(s, logits, ld_logits, rows, classes, labels,
-                                        ignore_index, loss, dlogits, grad_scale, workspace);
+                                        ignore_index, eps, loss, dlogits, grad_scale, workspace);
     default:
         return cudaErrorInvalidValue;
     }

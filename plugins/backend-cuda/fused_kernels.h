@@ -78,10 +78,13 @@ bool tfc_attention_supported(tf_dtype dt, int head_dim);
  * mean nll over counted rows (0 when none); dlogits (NULL: skipped) = same
  * layout, grad_scale * d(mean)/d logits, 0 on ignored rows; may alias logits.
  * A label outside [0, classes) that is not ignore_index cannot be reported
- * without a device sync: it makes *loss and that row of dlogits NaN. */
+ * without a device sync: it makes *loss and that row of dlogits NaN.
+ * label_smoothing ε in [0, 1] (0: the plain loss above, same bits) makes the
+ * loss transformers' LabelSmoother's (tfcore/backend.h, tf_cross_entropy_desc). */
 cudaError_t tfc_cross_entropy(cudaStream_t s, const void *logits, int64_t ld_logits, tf_dtype dt,
                               int rows, int classes, const int32_t *labels, int ignore_index,
-                              float *loss, void *dlogits, float grad_scale, void *workspace);
+                              float label_smoothing, float *loss, void *dlogits,
+                              float grad_scale, void *workspace);
 size_t tfc_cross_entropy_workspace_bytes(int rows, int classes);
 
 #ifdef __cplusplus

@@ -152,12 +152,11 @@ tf_status cuda_attention_bwd(tf_backend *be, tf_stream *s, const tf_attention_de
 
 /* --- cross-entropy ------------------------------------------------------------ */
 
-tf_status cuda_cross_entropy(tf_backend *be, tf_stream *s, const void *logits,
-                                    int64_t ld_logits, tf_dtype dt, int rows, int classes,
-                                    const int32_t *labels, int ignore_index, float *loss,
-                                    void *dlogits, float grad_scale, tf_error *err)
+static tf_status cross_entropy(tf_backend *be, tf_stream *s, const char *op, const void *logits,
+                               int64_t ld_logits, tf_dtype dt, int rows, int classes,
+                               const int32_t *labels, int ignore_index, float label_smoothing,
+                               float *loss, void *dlogits, float grad_scale, tf_error *err)
 {
-    const char *op = "cross_entropy";
     tf_stream *st;
     tf_status rc;
     void *ws;
@@ -177,6 +176,32 @@ tf_status cuda_cross_entropy(tf_backend *be, tf_stream *s, const void *logits,
         return rc;
     return cuda_launched(err, op,
                     tfc_cross_entropy(st->s, logits, ld_logits, dt, rows, classes, labels,
-                                      ignore_index, loss, dlogits, grad_scale, ws),
+                                      ignore_index, label_smoothing, loss, dlogits, grad_scale, ws),
                     "[%d, %d] %s", rows, classes, tf_dtype_name(dt));
+}
+
+tf_status cuda_cross_entropy(tf_backend *be, tf_stream *s, const void *logits, int64_t ld_logits,
+                             tf_dtype dt, int rows, int classes, const int32_t *labels,
+                             int ignore_index, float *loss, void *dlogits, float grad_scale,
+                             tf_error *err)
+{
+    return cross_entropy(be, s, "cross_entropy", logits, ld_logits, dt, rows, classes, labels,
+                         ignore_index, 0.0f, loss, dlogits, grad_scale, err);
+}
+
+tf_status cuda_cross_entropy_ex(tf_backend *be, tf_stream *s, const tf_cross_entropy_desc *d,
+                                tf_error *err)
+{
+    const char *op = "cross_entropy_ex";
+    tf_status rc;
+    if ((rc = cuda_need(err, op, "descriptor", d))) return rc;
+    if (d->size < sizeof *d)
+        return cuda_fail(err, TF_ERR_RUNTIME, op, "descriptor size %u, ABI 1.2 needs %zu",
+                         (unsigned)d->size, sizeof *d);
+    if (!(d->label_smoothing >= 0.0f && d->label_smoothing <= 1.0f))
+        return cuda_fail(err, TF_ERR_RUNTIME, op, "label_smoothing must be in [0, 1], got %g",
+                         (double)d->label_smoothing);
+    return cross_entropy(be, s, op, d->logits, d->ld_logits, d->dt, d->rows, d->classes,
+                         d->labels, d->ignore_index, d->label_smoothing, d->loss, d->dlogits,
+                         d->grad_scale, err);
 }

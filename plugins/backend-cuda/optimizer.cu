@@ -14,6 +14,8 @@
 // multiply and an add into one FMA (backend-cpu, C17 without contraction,
 // rounds them separately): the results carry backend-cpu's bits. The decay
 // 1 - lr * wd is formed in double and rounded once, as backend-cpu does.
+// k.hf selects transformers' AdamW (adamw_ex with TF_ADAMW_HF), as backend-cpu:
+//   denom = sqrt(v) + eps;  p = p + neg_step * (m / denom);  p = p + (-(lr * wd)) * p
 #include <cuda_runtime.h>
 #include <stdint.h>
 
@@ -30,9 +32,21 @@ __global__ void adamw_kernel(float *params, const float *grads, float *m, float 
     const tfc_adamw_chunk c = chunks[blockIdx.x];
     const float wd = weight_decay[c.segment];
     const float decay = __double2float_rn(__dsub_rn(1.0, __dmul_rn((double)k.lr, (double)wd)));
+    const float neg_lr_wd = wd > 0.0f ? __double2float_rn(-__dmul_rn((double)k.lr, (double)wd)) : 0.0f;
     for (uint32_t i = threadIdx.x; i < c.count; i += ADAMW_THREADS) {
         size_t o = (size_t)c.offset + i;
         float gi = __fmul_rn(grads[o], k.grad_scale);
+        if (k.hf) {
+            float mh = __fadd_rn(__fmul_rn(m[o], k.beta1), __fmul_rn(k.one_minus_beta1, gi));
+            float vh = __fadd_rn(__fmul_rn(v[o], k.beta2),
+                                 __fmul_rn(__fmul_rn(k.one_minus_beta2, gi), gi));
+            float ph = __fadd_rn(params[o], __fmul_rn(k.neg_step, __fdiv_rn(mh, __fadd_rn(__fsqrt_rn(vh), k.eps))));
+            if (neg_lr_wd != 0.0f) ph = __fadd_rn(ph, __fmul_rn(neg_lr_wd, ph));
+            params[o] = ph;
+            m[o] = mh;
+            v[o] = vh;
+            continue;
+        }
         float pi = __fmul_rn(params[o], decay);
         float mi = __fadd_rn(__fmul_rn(m[o], k.beta1), __fmul_rn(k.one_minus_beta1, gi));
         float vi = __fadd_rn(__fmul_rn(v[o], k.beta2),

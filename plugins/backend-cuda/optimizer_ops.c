@@ -97,11 +97,10 @@ static tf_status adamw_work_list(tf_backend *be, tf_stream *st, const tf_adamw_s
     return TF_OK;
 }
 
-tf_status cuda_adamw(tf_backend *be, tf_stream *s, float *params, const float *grads,
-                            float *m, float *v, const tf_adamw_segment *segs, size_t nsegs,
-                            const tf_adamw_hyper *h, tf_error *err)
+static tf_status adamw(tf_backend *be, tf_stream *s, const char *op, float *params,
+                       const float *grads, float *m, float *v, const tf_adamw_segment *segs,
+                       size_t nsegs, const tf_adamw_hyper *h, tf_adamw_rule rule, tf_error *err)
 {
-    const char *op = "adamw";
     tf_stream *st;
     tf_status rc;
     if ((rc = cuda_enter(be, s, op, &st, err)) || (rc = cuda_need(err, op, "hyper", h)) ||
@@ -125,8 +124,9 @@ tf_status cuda_adamw(tf_backend *be, tf_stream *s, float *params, const float *g
         .one_minus_beta2 = (float)(1.0 - b2),
         .bc2_sqrt = (float)sqrt(bc2),
         .eps = h->eps,
-        .neg_step = (float)(-(lr / bc1)),
+        .neg_step = rule == TF_ADAMW_HF ? (float)(-(lr * sqrt(bc2) / bc1)) : (float)(-(lr / bc1)),
         .grad_scale = h->grad_scale,
+        .hf = rule == TF_ADAMW_HF,
     };
     pthread_mutex_lock(&be->adamw_lock);
     rc = adamw_work_list(be, st, segs, nsegs, err);
@@ -140,4 +140,26 @@ tf_status cuda_adamw(tf_backend *be, tf_stream *s, float *params, const float *g
     }
     pthread_mutex_unlock(&be->adamw_lock);
     return rc;
+}
+
+tf_status cuda_adamw(tf_backend *be, tf_stream *s, float *params, const float *grads, float *m,
+                     float *v, const tf_adamw_segment *segs, size_t nsegs,
+                     const tf_adamw_hyper *h, tf_error *err)
+{
+    return adamw(be, s, "adamw", params, grads, m, v, segs, nsegs, h, TF_ADAMW_TORCH, err);
+}
+
+tf_status cuda_adamw_ex(tf_backend *be, tf_stream *s, float *params, const float *grads,
+                        float *m, float *v, const tf_adamw_segment *segs, size_t nsegs,
+                        const tf_adamw_desc *d, tf_error *err)
+{
+    const char *op = "adamw_ex";
+    tf_status rc;
+    if ((rc = cuda_need(err, op, "descriptor", d))) return rc;
+    if (d->size < sizeof *d)
+        return cuda_fail(err, TF_ERR_RUNTIME, op, "descriptor size %u, ABI 1.2 needs %zu",
+                         (unsigned)d->size, sizeof *d);
+    if (d->rule != TF_ADAMW_TORCH && d->rule != TF_ADAMW_HF)
+        return cuda_fail(err, TF_ERR_RUNTIME, op, "unknown rule %d", (int)d->rule);
+    return adamw(be, s, op, params, grads, m, v, segs, nsegs, &d->hyper, d->rule, err);
 }

@@ -196,6 +196,7 @@ struct tf_model {
     tf_matmul_mode mode;
     uint64_t seed;
     uint64_t dropout_seed;
+    float label_smoothing;        /* ε of the classification loss (0: plain cross-entropy) */
     int max_rows, max_seq;
     bert_layout lay;
     float *params;                /* [n] backend memory */
@@ -262,6 +263,13 @@ tf_status bert_gemm_exact(tf_model *m, const bert_mm *g, tf_error *err);
 tf_status bert_copy(tf_model *m, void *dst, const void *src, size_t bytes, tf_memcpy_kind kind,
                     tf_error *err);
 tf_status bert_zero(tf_model *m, void *dst, size_t bytes, tf_error *err);
+/* Mean cross-entropy of logits[rows, classes] (ld = classes) against labels,
+ * smoothed by eps (tf_cross_entropy_desc): through the backend's
+ * cross_entropy_ex when it has one, else its cross_entropy (eps must be 0,
+ * which bert_create made sure of). */
+tf_status bert_cross_entropy(tf_model *m, const void *logits, int rows, int classes,
+                             const int32_t *labels, int ignore_index, float eps, float *loss,
+                             void *dlogits, float grad_scale, tf_error *err);
 tf_status bert_sync(tf_model *m, tf_error *err);
 /* The dropout stream of one site for the current step (see bert_forward.c). */
 uint64_t bert_dropout_seed(const tf_model *m, int site);

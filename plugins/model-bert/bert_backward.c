@@ -51,8 +51,8 @@ static tf_status bwd_classifier(tf_model *m, float loss_scale, tf_error *err)
     const void *h = c->num_layers ? x->layer[c->num_layers - 1].out : x->emb_out;
 
     /* dlogits[B, L] = loss_scale * d mean CE / d logits */
-    BERT_TRY(bk->cross_entropy(m->be, NULL, x->logits, L, m->dt, B, L, m->batch_labels, -100,
-                               x->loss, x->dlogits, loss_scale, err));
+    BERT_TRY(bert_cross_entropy(m, x->logits, B, L, m->batch_labels, -100, m->label_smoothing,
+                                x->loss, x->dlogits, loss_scale, err));
     const void *pd = m->drop_cls ? x->pooled_drop : x->pooled;
     BERT_TRY(grad_weight(m, x->dlogits, L, pd, H, B, L, H, lay->head_w, err));
     BERT_TRY(grad_bias(m, x->dlogits, B, L, lay->head_b, err));

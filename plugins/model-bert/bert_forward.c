@@ -198,8 +198,8 @@ static tf_status fwd_classifier(tf_model *m, const tf_batch *b, tf_error *err)
                   .b = bert_w(m, lay->head_w), .ldb = H, .c = x->logits, .ldc = L};
     BERT_TRY(bert_gemm(m, &g, TF_EPILOGUE_BIAS, bert_p(m, lay->head_b), NULL, err));
     if (b->labels) /* CrossEntropyLoss(): mean over rows, ignore_index -100 */
-        BERT_TRY(bk->cross_entropy(m->be, NULL, x->logits, L, m->dt, B, L, b->labels, -100,
-                                   x->loss, NULL, 1.0f, err));
+        BERT_TRY(bert_cross_entropy(m, x->logits, B, L, b->labels, -100, m->label_smoothing,
+                                    x->loss, NULL, 1.0f, err));
     return TF_OK;
 }
 

@@ -11,6 +11,7 @@
  * tensor named twice is TF_ERR_DATA; tensors the model has no use for are
  * listed in one warning line. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +91,22 @@ static tf_status no_safetensors(const char *dir, const char *path, tf_error *err
     return tf_error_set(err, TF_ERR_DATA, "%s: %s", path, strerror(errno));
 }
 
+/* A NaN or infinite weight would make every logit NaN (predict printed
+ * empty logits for it): refused with the tensor and the element. Checked on
+ * the f32 values the model will use, so an F64 weight beyond f32's range
+ * counts too. */
+static tf_status check_finite(const char *path, const tf_st_tensor *t, const float *v, size_t n,
+                              tf_error *err)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (isfinite(v[i])) continue;
+        const char *what = isnan(v[i]) ? "NaN" : "infinite";
+        return tf_error_set(err, TF_ERR_DATA, "%s: tensor '%s' element %zu is %s%s; the weights must be finite",
+                            path, t->name, i, what, t->dtype == TF_DTYPE_F64 ? " (as f32)" : "");
+    }
+    return TF_OK;
+}
+
 tf_status bert_load_pretrained(const bert_config *cfg, const bert_layout *lay, uint64_t seed,
                                float *host, tf_error *err)
 {
@@ -163,6 +180,7 @@ tf_status bert_load_pretrained(const bert_config *cfg, const bert_layout *lay, u
         if (source[k]) {
             rc = tf_safetensors_copy_f32(st, source[k], host + p->offset, p->numel, err);
             if (rc != TF_OK) goto out;
+            if ((rc = check_finite(path, source[k], host + p->offset, p->numel, err))) goto out;
         } else {
             bert_init_param(cfg, p, seed, host);
             list_add(&missing, p->name, true);

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "bert.h"
+#include "tfcore/plugin.h"
 
 tf_status bert_gemm(tf_model *m, const bert_mm *g, tf_gemm_epilogue ep, const float *bias,
                     void *aux, tf_error *err)
@@ -74,3 +75,30 @@ uint64_t bert_dropout_seed(const tf_model *m, int site)
 }
 
 uint64_t bert_dropout_offset(const tf_model *m) { return m->step << 32; }
+
+tf_status bert_cross_entropy(tf_model *m, const void *logits, int rows, int classes,
+                             const int32_t *labels, int ignore_index, float eps, float *loss,
+                             void *dlogits, float grad_scale, tf_error *err)
+{
+    if (TF_HAS(m->bk, cross_entropy_ex)) {
+        tf_cross_entropy_desc d = {.size = sizeof d,
+                                   .logits = logits,
+                                   .ld_logits = classes,
+                                   .dt = m->dt,
+                                   .rows = rows,
+                                   .classes = classes,
+                                   .labels = labels,
+                                   .ignore_index = ignore_index,
+                                   .label_smoothing = eps,
+                                   .loss = loss,
+                                   .dlogits = dlogits,
+                                   .grad_scale = grad_scale};
+        return m->bk->cross_entropy_ex(m->be, NULL, &d, err);
+    }
+    if (eps != 0.0f)
+        return tf_error_set(err, TF_ERR_CONFIG,
+                            "model-bert: label smoothing needs a backend with cross_entropy_ex "
+                            "(plugin ABI 1.2)");
+    return m->bk->cross_entropy(m->be, NULL, logits, classes, m->dt, rows, classes, labels,
+                                ignore_index, loss, dlogits, grad_scale, err);
+}

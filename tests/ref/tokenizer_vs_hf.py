@@ -355,6 +355,43 @@ def group_json_variants(model, tmp, n_random):
             check("tokenizer.json " + name, t, a, b)
 
 
+def group_folder_configs(model, tmp, n_random):
+    """A model folder as `tfcore tokenize --vocab DIR` (and training) reads it
+    against transformers' AutoTokenizer: tokenizer.json with vocab.txt, and
+    tokenizer_config.json variants whose do_lower_case / strip_accents /
+    tokenize_chinese_chars (or BertTokenizerFast's defaults for absent keys)
+    replace tokenizer.json's normalizer flags, also when these disagree."""
+    import shutil
+    from transformers import AutoTokenizer
+    with open(os.path.join(model, "tokenizer.json"), encoding="utf-8") as f:
+        base = json.load(f)
+    base["truncation"] = None
+    base["padding"] = None
+    variants = [
+        ("cased config, lowercasing tokenizer.json", {"lowercase": True}, {"do_lower_case": False}),
+        ("empty config, cased tokenizer.json", {"lowercase": False}, {}),
+        ("no config, cased tokenizer.json", {"lowercase": False}, None),
+        ("cased, strip accents", {"lowercase": True}, {"do_lower_case": False, "strip_accents": True}),
+        ("lower, keep accents, no chinese", {"lowercase": False},
+         {"do_lower_case": True, "strip_accents": False, "tokenize_chinese_chars": False}),
+    ]
+    texts = C.corpus(35, n_random)
+    for i, (name, norm, cfg) in enumerate(variants):
+        d = os.path.join(tmp, "folder%d" % i)
+        os.makedirs(d)
+        tj = json.loads(json.dumps(base))
+        tj["normalizer"].update(norm)
+        with open(os.path.join(d, "tokenizer.json"), "w", encoding="utf-8") as f:
+            json.dump(tj, f, ensure_ascii=False)
+        for name_ in ("vocab.txt", "config.json"):
+            shutil.copy(os.path.join(model, name_), d)
+        if cfg is not None:
+            with open(os.path.join(d, "tokenizer_config.json"), "w") as f:
+                json.dump(dict(cfg, tokenizer_class="BertTokenizer"), f)
+        hf = AutoTokenizer.from_pretrained(d)
+        compare_group("folder: " + name, d, hf, texts)
+
+
 def group_vocab_quirks(tmp):
     """vocab.txt oddities against tokenizers' WordPiece.from_file: duplicate
     tokens (the last line wins), CRLF line ends and trailing whitespace
@@ -533,6 +570,7 @@ def main():
             ("squad and imdb", lambda: group_squad_imdb(vocab)),
             ("tokenizer.json", lambda: group_tokenizer_json(model)),
             ("tokenizer.json edits", lambda: group_json_variants(model, tmp, 200 if quick else 800)),
+            ("model folder configs", lambda: group_folder_configs(model, tmp, 100 if quick else 400)),
             ("invalid utf-8", lambda: group_invalid_utf8(vocab, 300 if quick else 2000)),
             ("vocab.txt quirks", lambda: group_vocab_quirks(tmp)),
             ("unicode sweep", lambda: group_sweep(tmp, 300 if quick else 2000)),

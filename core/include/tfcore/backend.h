@@ -16,7 +16,9 @@
  * reduction (layernorm statistics, losses, norms) are f32.
  *
  * ABI 1.0: every slot is required except those marked optional. New slots
- * are appended at the end and read through TF_HAS().
+ * are appended at the end and read through TF_HAS(); ABI 1.1 added
+ * host_memory, native_stream, device_count; ABI 1.2 cross_entropy_ex and
+ * adamw_ex (descriptor structs whose first field is their size).
  */
 #ifndef TFCORE_BACKEND_H
 #define TFCORE_BACKEND_H
@@ -139,6 +141,53 @@ typedef struct tf_adamw_hyper {
  * puts its own ("backend-cpu: adamw") in front. */
 tf_status tf_adamw_check_hyper(const tf_adamw_hyper *h, tf_error *err);
 tf_status tf_adamw_check_segments(const tf_adamw_segment *segs, size_t nsegs, tf_error *err);
+
+/* --- ABI 1.2: descriptors of the cross_entropy_ex and adamw_ex slots ----------
+ * Each starts with its own size (set it to sizeof); a backend refuses a
+ * descriptor shorter than the layout it was built with, and fields are only
+ * ever appended. */
+
+/* Softmax cross-entropy with label smoothing, as transformers' LabelSmoother
+ * (trainer_pt_utils.py, 4.46) over rows whose label != ignore_index:
+ *   lp[r, j] = log_softmax(logits[r, :])[j]
+ *   loss     = (1 - ε) · mean_r(-lp[r, label[r]]) + ε · mean_r(mean_j(-lp[r, j]))
+ * with the means over counted rows (*loss = 0 when none count); ε = 0 is the
+ * cross_entropy slot exactly. dlogits (may be NULL, may alias logits; same
+ * layout and dtype as logits), 0 on ignored rows:
+ *   dlogits[r, j] = grad_scale / count · (softmax(logits[r])[j] - (1-ε)·[j == label] - ε/classes)
+ * A label outside [0, classes) that is not ignore_index is TF_ERR_DATA
+ * (backend-cpu) or a NaN loss and gradient row (backend-cuda, which must
+ * not sync), as for cross_entropy. */
+typedef struct tf_cross_entropy_desc {
+    uint32_t size;          /* sizeof(tf_cross_entropy_desc) */
+    const void *logits;     /* [rows, classes], ld = ld_logits >= classes, dtype dt */
+    int64_t ld_logits;
+    tf_dtype dt;            /* f32, or the compute dtype the backend supports */
+    int rows, classes;      /* rows >= 0, classes >= 1 */
+    const int32_t *labels;  /* [rows] int32, backend memory */
+    int ignore_index;
+    float label_smoothing;  /* ε in [0, 1] */
+    float *loss;            /* [1] f32, backend memory */
+    void *dlogits;          /* NULL: loss only */
+    float grad_scale;
+} tf_cross_entropy_desc;
+
+/* Which AdamW update adamw_ex applies. */
+typedef enum tf_adamw_rule {
+    /* torch.optim.AdamW (the adamw slot's arithmetic): p *= 1 - lr·wd first,
+     * then p -= lr/bc1 · m / (sqrt(v)/sqrt(bc2) + eps) */
+    TF_ADAMW_TORCH = 0,
+    /* transformers.optimization.AdamW (optim "adamw_hf"): eps added before
+     * the bias correction, weight decay applied after the update:
+     *   p -= (lr·sqrt(bc2)/bc1) · m / (sqrt(v) + eps);  then p -= lr·wd · p */
+    TF_ADAMW_HF = 1
+} tf_adamw_rule;
+
+typedef struct tf_adamw_desc {
+    uint32_t size;        /* sizeof(tf_adamw_desc) */
+    tf_adamw_hyper hyper; /* checked as the adamw slot checks it */
+    tf_adamw_rule rule;
+} tf_adamw_desc;
 
 typedef struct tf_backend_vtable {
     uint32_t size; /* TF_VTABLE_SIZE(tf_backend_vtable) */
@@ -282,6 +331,17 @@ typedef struct tf_backend_vtable {
      * -1: not limited by devices (a host backend; the same as an absent slot).
      * 0: none, with the reason in why[n]. */
     int (*device_count)(char *why, size_t n);
+
+    /* --- appended in ABI 1.2: optional, read through TF_HAS() ------------------ */
+    /* Cross-entropy with label smoothing (tf_cross_entropy_desc above). A
+     * backend without it can only train with label_smoothing_factor = 0. */
+    tf_status (*cross_entropy_ex)(tf_backend *be, tf_stream *s, const tf_cross_entropy_desc *d,
+                                  tf_error *err);
+    /* AdamW as the adamw slot (same buffers, segments and checks), with the
+     * update rule d->rule. A backend without it runs only TF_ADAMW_TORCH. */
+    tf_status (*adamw_ex)(tf_backend *be, tf_stream *s, float *params, const float *grads,
+                          float *m, float *v, const tf_adamw_segment *segs, size_t nsegs,
+                          const tf_adamw_desc *d, tf_error *err);
 } tf_backend_vtable;
 
 #ifdef __cplusplus

@@ -30,8 +30,9 @@ typedef struct tf_dataset_open_args {
     tf_section *section;    /* the config's "data" section */
     tf_task task;           /* what the model expects */
     int num_labels;         /* classification */
-    const char *vocab_file; /* the model's vocab.txt, or NULL (then data.vocab_file) */
-    int do_lower_case;      /* the model's tokenizer setting; -1 = unknown */
+    const char *vocab_file; /* the model's tokenizer (a folder or file for tf_tokenizer_load), or NULL
+                               (then data.vocab_file) */
+    int do_lower_case;      /* the model's tokenizer setting, for information; -1 = unknown */
     int max_seq;            /* the model's longest sequence */
     int vocab_size;         /* ids must be < vocab_size */
     uint64_t seed;
@@ -70,8 +71,9 @@ typedef struct tf_dataset_vtable {
 } tf_dataset_vtable;
 
 /* The tokenizer a dataset plugin should use: vocab_file (the plugin's
- * data.vocab_file, may be NULL) or else the model's vocab.txt, lowercasing as
- * do_lower_case says (-1: as the model's tokenizer does). Errors: neither
+ * data.vocab_file, may be NULL) or else the model's tokenizer, loaded by
+ * tf_tokenizer_load as `tfcore tokenize --vocab` loads it, lowercasing as
+ * do_lower_case says (-1: as that tokenizer's own files say). Errors: neither
  * vocabulary exists (the model is a preset: "set data.vocab_file"), an
  * unreadable vocabulary, or one with more ids than the model's vocab_size.
  * Free with tf_tokenizer_free. */

@@ -4,8 +4,9 @@
  * f32 buffer in backend memory with named views (tf_param_info), and its
  * activations. It computes only through the backend vtable it is given.
  *
- * ABI 1.2 (read_loss and tf_model_create_args.defer_loss appended). New slots
- * are appended at the end and read through TF_HAS().
+ * ABI 1.2 (read_loss, tf_model_create_args.defer_loss and
+ * .label_smoothing_factor appended). New slots are appended at the end and
+ * read through TF_HAS().
  */
 #ifndef TFCORE_MODEL_H
 #define TFCORE_MODEL_H
@@ -42,6 +43,13 @@ typedef struct tf_model_create_args {
      * device never idles between forward and backward. Only asked of models
      * that have read_loss. */
     bool defer_loss;
+    /* training.label_smoothing_factor ε: the loss the forward computes
+     * against labels is transformers' LabelSmoother's (tfcore/backend.h,
+     * tf_cross_entropy_desc), in training and evaluation alike, as the
+     * Trainer's compute_loss. A model that cannot apply ε > 0 (its task,
+     * or a backend without cross_entropy_ex) refuses it at create with
+     * TF_ERR_CONFIG. */
+    float label_smoothing_factor;
 } tf_model_create_args;
 
 /* What the rest of the run needs to know about a created model. */
@@ -51,8 +59,10 @@ typedef struct tf_model_info {
     int vocab_size;
     int max_position_embeddings; /* the longest sequence it takes */
     int hidden_size, num_layers, num_heads, intermediate_size;
-    const char *vocab_file;      /* vocab.txt next to the checkpoint, or NULL */
-    bool do_lower_case;
+    const char *vocab_file;      /* the checkpoint folder when it holds a tokenizer (tokenizer.json or
+                                    vocab.txt; tf_tokenizer_load picks the file and reads its
+                                    tokenizer_config.json), or NULL */
+    bool do_lower_case;          /* what that tokenizer does (true without one) */
     const char *source;          /* "pretrained DIR" or "preset NAME (random init)" */
 } tf_model_info;
 

@@ -91,7 +91,16 @@ void tf_tokenizer_options_init_size(tf_tokenizer_options *opt, size_t size);
  *    BertNormalizer (its flags are used unless opt overrides them), a
  *    BertPreTokenizer and BERT's [CLS]/[SEP] post-processor (the file name
  *    ends in ".json" or the file starts with '{'), or
- *  - a directory holding tokenizer.json (preferred) or vocab.txt.
+ *  - a directory holding tokenizer.json (preferred) or vocab.txt, as
+ *    transformers' AutoTokenizer picks them for a BERT model, with the
+ *    settings of BertTokenizerFast's constructor: tokenizer_config.json's
+ *    do_lower_case, strip_accents, tokenize_chinese_chars, and for keys it
+ *    lacks (or without the file) the constructor's defaults (true, follow
+ *    do_lower_case, true) — these replace tokenizer.json's normalizer flags,
+ *    as the constructor does; opt's set fields override all of them. This is the one
+ *    place a model folder's tokenizer is chosen: training (the dataset
+ *    plugins through tf_dataset_tokenizer), predict and `tfcore tokenize
+ *    --vocab DIR` all load through it.
  * The special tokens are [UNK] [CLS] [SEP] [PAD] [MASK] (or what the
  * tokenizer.json names); [UNK] [CLS] [SEP] [PAD] must be in the vocabulary,
  * [MASK] may be missing (then "[MASK]" in a text is ordinary text).
@@ -107,6 +116,22 @@ tf_status tf_tokenizer_load(const char *path, const tf_tokenizer_options *opt, t
                             tf_error *err);
 
 void tf_tokenizer_free(tf_tokenizer *tok);
+
+/* A model folder's tokenizer_config.json: the keys of BertTokenizerFast's
+ * constructor that change ids, -1 where absent (strip_accents: absent or
+ * null). Read strictly: text that is not JSON ("FILE:line:col: ..."), not an
+ * object, or one of these keys of another type than a boolean (a string
+ * "false" included) is TF_ERR_DATA naming the file and the key. Other keys
+ * are not looked at. tf_tokenizer_load applies it to a folder itself. */
+typedef struct tf_tokenizer_config {
+    int do_lower_case;
+    int strip_accents;
+    int tokenize_chinese_chars;
+} tf_tokenizer_config;
+tf_status tf_tokenizer_config_read(const char *path, tf_tokenizer_config *out, tf_error *err);
+/* The same on text in memory; label names it in errors (the fuzz target). */
+tf_status tf_tokenizer_config_parse(const char *text, size_t len, const char *label, tf_tokenizer_config *out,
+                                    tf_error *err);
 
 /* The settings in effect after load (no -1 left). */
 void tf_tokenizer_get_options(const tf_tokenizer *tok, tf_tokenizer_options *out);
