@@ -63,8 +63,9 @@ static tf_status folder_tokenizer(tf_model *m, tf_error *err)
     for (int i = 0; i < 2 && !any; i++) {
         char path[BERT_PATH_MAX + 32];
         snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        /* anything there is the tokenizer: its reader refuses a FIFO or a folder by name */
         struct stat sb;
-        any = stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+        any = stat(path, &sb) == 0;
     }
     if (!any) return TF_OK;
     tf_tokenizer *tok = NULL;
