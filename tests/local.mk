@@ -32,6 +32,10 @@ tests_test_schedule_LDADD = $(TEST_LDADD) -lm
 TESTS += tests/test_schedule
 TESTS += tests/test_cli.sh
 EXTRA_DIST += tests/test_cli.sh
+# TFCORE_REQUIRE_GPU=1: the GPU tests fail instead of skipping, saying why
+# (tests/gpu_backend.sh for the shell tests, tests/gpu_required.h for the C ones).
+TESTS += tests/test_gpu_required.sh
+EXTRA_DIST += tests/test_gpu_required.sh tests/gpu_backend.sh tests/gpu_required.h
 TESTS += tests/ref/trainer_vs_torch.py
 EXTRA_DIST += tests/ref/trainer_vs_torch.py
 TESTS += tests/test_train.sh
