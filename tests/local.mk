@@ -36,6 +36,13 @@ EXTRA_DIST += tests/test_cli.sh
 # (tests/gpu_backend.sh for the shell tests, tests/gpu_required.h for the C ones).
 TESTS += tests/test_gpu_required.sh
 EXTRA_DIST += tests/test_gpu_required.sh tests/gpu_backend.sh tests/gpu_required.h
+# scripts/gpu-run.sh's step runner and its no-GPU stop (scripts/gpu-steps.sh)
+TESTS += tests/test_gpu_run.sh
+EXTRA_DIST += tests/test_gpu_run.sh scripts/gpu-run.sh scripts/gpu-steps.sh scripts/gpu-bundle.sh
+# The relocatable GPU bundle, packed from this build, moved, and run from the
+# copy without a GPU (skips where backend-cuda is not built; docs/GPU.md)
+TESTS += tests/test_gpu_bundle.sh
+EXTRA_DIST += tests/test_gpu_bundle.sh
 TESTS += tests/ref/trainer_vs_torch.py
 EXTRA_DIST += tests/ref/trainer_vs_torch.py
 TESTS += tests/test_train.sh
