@@ -43,6 +43,10 @@ EXTRA_DIST += tests/test_gpu_run.sh scripts/gpu-run.sh scripts/gpu-steps.sh scri
 # copy without a GPU (skips where backend-cuda is not built; docs/GPU.md)
 TESTS += tests/test_gpu_bundle.sh
 EXTRA_DIST += tests/test_gpu_bundle.sh
+# The gate on backend-cuda's compiled kernels: shared memory, registers x
+# launch size, spills (ptxas's report; skips where backend-cuda is not built)
+TESTS += tests/test_cuda_resources.sh
+EXTRA_DIST += tests/test_cuda_resources.sh tests/cuda_resources_check.py tests/data/cuda-resources
 TESTS += tests/ref/trainer_vs_torch.py
 EXTRA_DIST += tests/ref/trainer_vs_torch.py
 TESTS += tests/test_train.sh

@@ -36,6 +36,8 @@ bad() {
     echo "FAIL: $*"
 }
 abs_build=$(cd "$top_builddir" && pwd -P)
+# a given bundle was built in its own folder (scripts/gpu-bundle.sh: OUT.build)
+[ -n "${GPU_BUNDLE:-}" ] && [ -d "$GPU_BUNDLE.build" ] && abs_build=$(cd "$GPU_BUNDLE.build" && pwd -P)
 abs_src=$(cd "$top_srcdir" && pwd -P)
 
 # --- make (or take) the bundle, move it, remove the original --------------------------
