@@ -20,10 +20,14 @@
 gpu_required() { [ "${TFCORE_REQUIRE_GPU:-0}" = 1 ]; }
 
 gpu_cuda_why() {
-    _gpu_json=$("$1" plugins --json 2>&1) || {
-        echo "'$1 plugins --json' failed: $(printf '%s\n' "$_gpu_json" | tail -n 1)"
+    # stdout is the JSON; stderr (log lines, say) is kept apart for a failure
+    _gpu_err=$(mktemp "${TMPDIR:-/tmp}/tfcore-gpu-why-XXXXXX") || return 1
+    if ! _gpu_json=$("$1" plugins --json 2>"$_gpu_err"); then
+        echo "'$1 plugins --json' failed: $(tail -n 1 "$_gpu_err")"
+        rm -f "$_gpu_err"
         return 1
-    }
+    fi
+    rm -f "$_gpu_err"
     printf '%s\n' "$_gpu_json" | python3 -c '
 import json, sys
 try:
