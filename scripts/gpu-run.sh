@@ -152,8 +152,13 @@ sanitize() { # TOOL CMD...: compute-sanitizer, exit 99 on any report
 export tiny_cfg
 export -f sanitize
 step memcheck-train 150 sanitize memcheck "$tfcore" train -c "$tiny_cfg" -o "training.output_dir=$work/memcheck-run"
-step racecheck-attn 120 env CK_FORK=no CK_RUN_CASE=attention_bf16 sanitize racecheck "$bundle/tests/test_backend_cuda_attention"
-step synccheck-attn 90 env CK_FORK=no CK_RUN_CASE=attention_bf16 sanitize synccheck "$bundle/tests/test_backend_cuda_attention"
+sanitize_attention() { # TOOL: the bf16 attention case (the MMA kernels) of the fused suite
+    export CK_FORK=no CK_RUN_CASE=attention_bf16
+    sanitize "$1" "$bundle/tests/test_backend_cuda_attention"
+}
+export -f sanitize_attention
+step racecheck-attn 120 sanitize_attention racecheck
+step synccheck-attn 90 sanitize_attention synccheck
 
 # --- the transformers reference on the GPU ------------------------------------------------------
 step gpu-ref 180 sh "$bundle/tests/test_gpu_ref.sh"

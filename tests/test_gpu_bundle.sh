@@ -16,7 +16,9 @@
 #   - the GPU tests skip saying "no CUDA device", fail with
 #     TFCORE_REQUIRE_GPU=1, and when backend-cuda needs a CUDA library the
 #     machine lacks they report the loader's reason, not "no CUDA device";
-#   - scripts/gpu-run.sh stops at once: no GPU here;
+#   - scripts/gpu-run.sh stops at once: no GPU here; and, faking a GPU
+#     (nvidia-smi stub, backend-cuda reported usable), runs every step to
+#     its own line and log without tripping over the script;
 #   - the size: printed, and at most 56 MiB (the GPU machine takes 64 MiB).
 # Skips (77) when backend-cuda is not built (no nvcc) or patchelf is missing.
 set -u
@@ -93,6 +95,9 @@ done <"$tmp/files"
 if [ -s "$tmp/ldd.bad" ]; then bad "ldd in the moved bundle:"; sed 's/^/    /' "$tmp/ldd.bad"; else ok; fi
 [ "$nelf" -ge 14 ] && ok || bad "only $nelf ELF files in the bundle"
 echo "ldd: $nelf ELF files resolve inside the bundle; left to the GPU machine: $(sort -u "$tmp/gpu-libs" | tr '\n' ' ')"
+
+# env.sh's TFCORE_PYTHON is a path (tests/ref/run-python.sh checks it with -x)
+if inb sh -c '[ -x "$TFCORE_PYTHON" ]'; then ok; else bad "env.sh's TFCORE_PYTHON is not an executable path: $(inb sh -c 'echo "$TFCORE_PYTHON"')"; fi
 
 # --- tfcore plugins from the copy -------------------------------------------------------------
 if inb "$b/core/tfcore" plugins --json >"$tmp/plugins.json" 2>"$tmp/plugins.err"; then ok; else
@@ -191,6 +196,64 @@ rc=$?
 if [ $rc -eq 1 ] && grep -q "^FAIL .*preflight .*no NVIDIA GPU here" "$tmp/run/summary.txt"; then ok; else
     bad "gpu-run.sh in the copy: exit $rc:"; cat "$tmp/run.out"
 fi
+
+# --- gpu-run.sh past its preflight, in a third copy that fakes a GPU (an
+# nvidia-smi that lists one, a tfcore wrapper that reports backend-cuda
+# usable): every step starts, runs what it names and writes its line and log
+# (the GPU work itself fails here: no device); none stumbles on the script
+f="$tmp/fake-gpu"
+cp -a "$b" "$f"
+mv "$f/core/tfcore" "$f/core/tfcore.real"
+cat >"$f/core/tfcore" <<'WRAP'
+#!/bin/sh
+d=$(dirname "$0")
+if [ "$1" = plugins ] && [ "${2:-}" = --json ]; then
+    "$d/tfcore.real" plugins --json | python3 -c 'import json, sys
+d = json.load(sys.stdin)
+for p in d["plugins"]:
+    if p["kind"] == "backend" and p["name"] == "cuda":
+        p["usable"] = True
+print(json.dumps(d))'
+    exit
+fi
+exec "$d/tfcore.real" "$@"
+WRAP
+mkdir -p "$tmp/fakebin"
+cat >"$tmp/fakebin/nvidia-smi" <<'SMI'
+#!/bin/sh
+case "$*" in
+-L) echo "GPU 0: FAKE GPU (UUID: GPU-0)" ;;
+*query-gpu*) echo "FAKE GPU, 0.0, 0 MiB" ;;
+*) echo "| Driver Version: 0.0   CUDA Version: 0.0 |" ;;
+esac
+SMI
+chmod +x "$f/core/tfcore" "$tmp/fakebin/nvidia-smi"
+env -i HOME="$HOME" PATH="$tmp/fakebin:/usr/bin:/bin" TMPDIR=/tmp bash "$f/scripts/gpu-run.sh" "$tmp/fake-run" --budget 300 \
+    >"$tmp/fake-run.out" 2>&1
+steps="preflight env ops-cuda ops-fused memcheck-train racecheck-attn synccheck-attn gpu-ref ft-fp32 ft-tf32 ft-fp16 ft-bf16 ft-agree comm-nccl bench-s128 bench-s512 sanitizer-suites"
+tar -tzf "$tmp/fake-run/logs.tar.gz" >"$tmp/fake-logs.list"
+for st in $steps; do
+    if [ "$st" = comm-nccl ] && [ ! -f "$f/plugins/comm-nccl/.libs/tfcore-comm-nccl.so" ]; then
+        # left out of this bundle (built with MPI): one line says so
+        grep -Eq "^FAIL +comm-nccl +- +comm-nccl is not in this bundle" "$tmp/fake-run/summary.txt" && ok ||
+            bad "gpu-run.sh with a fake GPU: no line for the missing comm-nccl"
+        continue
+    fi
+    if grep -Eq "^(PASS|FAIL|TIMEOUT) +$st " "$tmp/fake-run/summary.txt" &&
+        grep -Eq "^gpu-run-logs/[0-9]+-$st\.log$" "$tmp/fake-logs.list"; then ok; else
+        bad "gpu-run.sh with a fake GPU: no line or log for step $st"
+    fi
+done
+grep -Eq "^PASS +preflight " "$tmp/fake-run/summary.txt" && ok || bad "gpu-run.sh with a fake GPU stopped at its preflight"
+mkdir -p "$tmp/fake-logs"
+tar -xzf "$tmp/fake-run/logs.tar.gz" -C "$tmp/fake-logs"
+if grep -rE "command not found|not a function|syntax error|unbound variable|bad substitution" "$tmp/fake-logs" "$tmp/fake-run.out"; then
+    bad "gpu-run.sh's steps stumbled on the script (above)"
+else ok; fi
+if [ -n "$(find "$tmp/fake-run" -mindepth 1 ! -name summary.txt ! -name logs.tar.gz ! -name bench.md)" ]; then
+    bad "gpu-run.sh left more than summary.txt, logs.tar.gz, bench.md in OUT"
+else ok; fi
+rm -rf "$f"
 
 echo "test_gpu_bundle: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
