@@ -76,8 +76,11 @@ nelf=0
 while IFS= read -r f; do
     [ "$(head -c 4 "$f" | od -An -c | tr -d ' ')" = '177ELF' ] || continue
     nelf=$((nelf + 1))
-    # only the bundle's own folders on LD_LIBRARY_PATH (no env.sh: no pip dirs)
-    env -i LD_LIBRARY_PATH="$b/core/.libs:$b/lib" ldd "$f" >"$tmp/ldd.out" 2>&1
+    # twice: with only the bundle's own folders on LD_LIBRARY_PATH (as env.sh
+    # has them, less pip's), and with no LD_LIBRARY_PATH at all (the
+    # $ORIGIN RUNPATHs alone must find the bundle's libraries before this
+    # machine's copies)
+    { env -i LD_LIBRARY_PATH="$b/core/.libs:$b/lib" ldd "$f"; env -i ldd "$f"; } >"$tmp/ldd.out" 2>&1
     # "\tSONAME => PATH (0xADDR)" or "\tSONAME => not found"; PATH may hold spaces
     awk -v f="${f#"$b"/}" -v b="$b" -v gre="$gpu_re" -v bre="$base_re" -v build="$abs_build" -v src="$abs_src" -v gl="$tmp/gpu-libs" '
         $2 != "=>" { next }
