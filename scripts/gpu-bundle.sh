@@ -40,7 +40,7 @@ set -euo pipefail
 me="gpu-bundle.sh"
 top="$(cd "$(dirname "$0")/.." && pwd)"
 die() { echo "$me: $*" >&2; exit 1; }
-usage() { sed -n '7p' "$0" | sed 's/^# *//' >&2; exit 2; }
+usage() { echo "usage: $me OUT_DIR [--build-dir DIR] [--no-build] [--no-archive]   (--help: what it does)" >&2; exit 2; }
 
 out="" build="" do_build=1 archive=1
 while [ $# -gt 0 ]; do
@@ -60,6 +60,10 @@ command -v patchelf >/dev/null || die "patchelf not found (scripts/install-deps.
 out=$(realpath -m "$out")
 build=$(realpath -m "${build:-$out.build}")
 case "$build/" in "$out"/*) die "the build folder $build must not be inside $out" ;; esac
+# OUT_DIR is replaced at the end: refuse anything but an earlier bundle
+if [ -e "$out" ] && ! { [ -f "$out/MANIFEST.txt" ] && [ -f "$out/env.sh" ]; }; then
+    die "$out exists and is not a GPU bundle: give a new folder"
+fi
 jobs="${JOBS:-2}"
 
 # --- 1. the build ---------------------------------------------------------------

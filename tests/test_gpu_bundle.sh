@@ -55,6 +55,14 @@ else
     fi
     cat "$tmp/bundle.out"
 fi
+# an existing folder that is not a bundle is never replaced
+mkdir -p "$tmp/mine"
+echo keep >"$tmp/mine/file"
+out=$(bash "$top_srcdir/scripts/gpu-bundle.sh" "$tmp/mine" --build-dir "$top_builddir" --no-build 2>&1)
+rc=$?
+if [ $rc -eq 1 ] && [ "$(cat "$tmp/mine/file")" = keep ] && printf '%s\n' "$out" | grep -q "exists and is not a GPU bundle"; then ok; else
+    bad "gpu-bundle.sh on an existing folder: exit $rc: $out"
+fi
 b="$tmp/moved elsewhere/bundle"
 mkdir -p "$tmp/moved elsewhere"
 cp -a "$tmp/made" "$b"
