@@ -15,7 +15,8 @@ REPORT: ptxas's resource report of one kernel object, as the build keeps it
     __launch_bounds__ of its launch size, as CUB's do, so ptxas already
     caps its registers);
   - spill stores and spill loads <= SPILL_BASELINE's bytes for that kernel
-    and architecture (0 when it is not listed).
+    (by mangled name, anonymous namespaces spelled _GLOBAL__N_1) and
+    architecture (0 when it is not listed).
 Prints one line per problem and a summary per architecture; exit 1 on any
 problem (a kernel missing from the table is one), 0 otherwise.
 """
@@ -33,6 +34,23 @@ USED = re.compile(r"^ptxas info\s*: Used (\d+) registers(.*)")
 SMEM = re.compile(r"(\d+) bytes smem")
 
 
+ANON = re.compile(r"(\d+)_GLOBAL__N__")
+
+
+def normalize(mangled):
+    """nvcc names an anonymous namespace _GLOBAL__N__<hex>_<file>_<hex>:
+    such names are compared under one spelling (the Itanium ABI's
+    _GLOBAL__N_1), so the baseline does not hang on those hex parts."""
+    out, i = [], 0
+    for m in ANON.finditer(mangled):
+        if m.start() < i:
+            continue
+        n = int(m.group(1))
+        out.append(mangled[i:m.start()] + "12_GLOBAL__N_1")
+        i = m.end(1) + n
+    return "".join(out) + mangled[i:]
+
+
 def parse(path):
     """{(arch, mangled): {regs, smem, stack, spill_st, spill_ld}} of one report."""
     kernels = {}
@@ -42,11 +60,11 @@ def parse(path):
     for line in open(path, encoding="utf-8", errors="replace"):
         m = ENTRY.match(line)
         if m:
-            cur = (m.group(2), m.group(1))
+            cur = (m.group(2), normalize(m.group(1)))
             continue
         m = PROPS.match(line)
         if m:
-            props_for = m.group(1)
+            props_for = normalize(m.group(1))
             continue
         m = SPILL.match(line)
         if m and props_for:
@@ -105,7 +123,7 @@ def main(argv):
         launch[name] = threads if threads == "bounded" else int(threads)
     baseline = {}
     for arch, mangled, st, ld in read_table(argv[2], 4):
-        baseline[(arch, mangled)] = (int(st), int(ld))
+        baseline[(arch, normalize(mangled))] = (int(st), int(ld))
     kernels = {}
     for report in argv[3:]:
         kernels.update(parse(report))
