@@ -66,7 +66,7 @@ fi
 if [ -f "$top_builddir/plugins/comm-nccl/.libs/tfcore-comm-nccl.so" ]; then
     out=$(TFCORE_REQUIRE_GPU=1 sh "$top_srcdir/tests/test_comm_nccl.sh" 2>&1)
     rc=$?
-    if [ $rc -eq 1 ] && printf '%s\n' "$out" | grep -q "^FAIL: TFCORE_REQUIRE_GPU=1 but a GPU part cannot run: no CUDA device" &&
+    if [ $rc -eq 1 ] && printf '%s\n' "$out" | grep -q "^FAIL: TFCORE_REQUIRE_GPU=1 but a GPU part cannot run: GPU part .*: comm-nccl probe: unusable: no CUDA device: " &&
         printf '%s\n' "$out" | grep -q "^test_comm_nccl: .* 1 failed$"; then ok; else
         bad "test_comm_nccl.sh with TFCORE_REQUIRE_GPU=1: exit $rc (want 1, its GPU part failed):"
         printf '%s\n' "$out" | tail -n 5 | sed 's/^/    /'
