@@ -9,6 +9,10 @@
 # GradScaler as Trainer sets them up).
 #
 #   bench/gpu_vs_torch.sh [ROUNDS] [STEPS]    (default 3 rounds of 20 steps)
+#   SEQS="128" PRECISIONS="bf16 fp32" bench/gpu_vs_torch.sh 1 10
+#       fewer configurations (default SEQS="128 512", PRECISIONS="fp32 tf32
+#       fp16 bf16"): the default run takes more than 10 minutes, so a short
+#       GPU window runs one round of a subset per call (scripts/gpu-run.sh)
 #   bench/gpu_vs_torch.sh --dry               no GPU needed: print the configs,
 #       check them with `tfcore --dry-run` (backend cpu, precision fp32 stand
 #       in for the device), and run the torch side's --dry (model shape, one
@@ -20,7 +24,8 @@
 # memory (tfcore: peak_backend_memory_mb; torch: max_memory_allocated), and
 # the ratio; the device name from nvidia-smi. The last line is the headline.
 # Without a GPU (or without a usable backend cuda) it stops with exit 2 and
-# one line. Run from the build tree's top (where core/tfcore is). Needs the
+# one line saying why (no device, or the plugin loader's reason for rejecting
+# backend-cuda; tests/gpu_backend.sh). Run from the build tree's top (where core/tfcore is). Needs the
 # reference Python ($TFCORE_PYTHON or scripts/setup-python.sh's venv) with a
 # CUDA build of torch for the real run.
 set -euo pipefail
@@ -42,8 +47,16 @@ case "$rounds$steps" in *[!0-9]*|"") die "ROUNDS and STEPS must be positive inte
 [ -x "$py" ] || die "no reference Python at $py (set TFCORE_PYTHON)"
 
 L=12 H=768 A=12 I=3072 B=16
-seqs=(128 512)
-precisions=(fp32 tf32 fp16 bf16)
+read -r -a seqs <<<"${SEQS:-128 512}"
+read -r -a precisions <<<"${PRECISIONS:-fp32 tf32 fp16 bf16}"
+[ "${#seqs[@]}" -ge 1 ] && [ "${#precisions[@]}" -ge 1 ] || die "SEQS and PRECISIONS must not be empty"
+for s in "${seqs[@]}"; do
+    case "$s" in ''|*[!0-9]*) die "SEQS: '$s' is not a sequence length" ;; esac
+    [ "$s" -ge 1 ] && [ "$s" -le 512 ] || die "SEQS: $s is outside 1..512 (bert-base's positions)"
+done
+for p in "${precisions[@]}"; do
+    case "$p" in fp32|tf32|fp16|bf16) ;; *) die "PRECISIONS: '$p' is not one of fp32 tf32 fp16 bf16" ;; esac
+done
 
 # Dense (no sparsity) peak TFLOP/s per precision, from NVIDIA's datasheets:
 #   H100 SXM5 ("NVIDIA H100 Tensor Core GPU" datasheet): BF16/FP16 1979 and
@@ -112,14 +125,9 @@ fi
 command -v nvidia-smi >/dev/null 2>&1 || die "no NVIDIA GPU here (nvidia-smi not found); nothing measured"
 device=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || true)
 [ -n "$device" ] || die "no NVIDIA GPU here (nvidia-smi lists none); nothing measured"
-"$tfcore" plugins --json >"$tmp/plugins.json" 2>/dev/null || die "tfcore plugins --json failed"
-why=$("$py" - "$tmp/plugins.json" <<'PY'
-import json, sys
-ps = [p for p in json.load(open(sys.argv[1]))["plugins"] if p["kind"] == "backend" and p["name"] == "cuda"]
-print("" if ps and ps[0]["usable"] else (ps[0].get("why", "unusable") if ps else "not built"))
-PY
-)
-[ -z "$why" ] || die "tfcore's backend cuda cannot run here: $why"
+# shellcheck source=tests/gpu_backend.sh
+. "$src/tests/gpu_backend.sh"
+why=$(gpu_cuda_why "$tfcore") || die "tfcore cannot run on the GPU: $why"
 "$py" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null \
     || die "$py has no CUDA-enabled torch; nothing measured"
 

@@ -24,7 +24,7 @@ core_libtfcore_la_SOURCES = \
 	core/src/run_output.c \
 	core/src/run_log_resume.c
 core_libtfcore_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/core/src \
-	-DTF_PLUGIN_DIR='"$(plugindir)"' -DTF_BUILD_ROOT='"$(abs_top_builddir)"' \
+	-DTF_PLUGIN_DIR='"$(plugindir)"' \
 	$(LIBCONFIG_CFLAGS) $(JANSSON_CFLAGS) $(UTF8PROC_CFLAGS)
 core_libtfcore_la_LDFLAGS = -version-info $(TFCORE_LT_VERSION) -no-undefined
 core_libtfcore_la_LIBADD = $(LIBCONFIG_LIBS) $(JANSSON_LIBS) $(UTF8PROC_LIBS) $(OPENMP_CFLAGS) -lm

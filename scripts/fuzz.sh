@@ -12,7 +12,7 @@ out="${FUZZ_OUT:-$PWD/fuzz-out}"
 mkdir -p "$out"
 CC="${FUZZ_CC:-clang}"
 flags=(-g -O1 -std=c17 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-       -I"$top/core/include" -I"$top/core/src" -DTF_PLUGIN_DIR='"/nonexistent"' -DTF_BUILD_ROOT='"/nonexistent"')
+       -I"$top/core/include" -I"$top/core/src" -DTF_PLUGIN_DIR='"/nonexistent"')
 deps=$(pkg-config --cflags --libs libconfig jansson libutf8proc)
 # libtfcore's sources, without the CLI
 lib_srcs=()

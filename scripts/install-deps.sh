@@ -32,6 +32,7 @@ packages=(
     libopenmpi-dev openmpi-bin  # comm-mpi and the mpirun launcher
     check libsubunit-dev # unit tests (make check)
     clang                # fuzz targets (libFuzzer) and sanitizer builds
+    patchelf             # scripts/gpu-bundle.sh: $ORIGIN-relative rpaths in the relocatable bundle
 )
 if [ "$want_python" = 1 ]; then
     packages+=(python3 python3-venv python3-torch)  # the reference tests' torch (CPU build)

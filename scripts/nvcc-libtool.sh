@@ -7,6 +7,8 @@
 # nvcc passes -D on but wants host-compiler-only flags behind -Xcompiler, so
 # those are translated here; everything else goes to nvcc unchanged.
 #
+# The kernels' resource report goes to OUT.ptxas (see the end).
+#
 # --cuda-archs=LIST (configure's CUDA_ARCHS, e.g. "80;90", separated by ';',
 # ',' or spaces) becomes one -gencode per architecture with machine code
 # (sm_XX), plus PTX of the highest one (compute_XX) so that newer GPUs can
@@ -66,4 +68,27 @@ if test -n "$archs"; then
     fi
 fi
 
-exec "$nvcc" "$@"
+# ptxas's resource report (registers, static shared memory, stack and spills
+# of every kernel, per architecture) is kept beside the object as OUT.ptxas
+# for tests/test_cuda_resources.sh; the build output shows the rest of what
+# nvcc says.
+out=
+prev=
+for arg
+do
+    case $prev in -o) out=$arg ;; esac
+    prev=$arg
+done
+if test -z "$out"; then
+    exec "$nvcc" "$@"
+fi
+said="$out.nvcc-said"
+if "$nvcc" -Xptxas -v "$@" 2>"$said"; then rc=0; else rc=$?; fi
+ptxas_line='^ptxas info\|^    [0-9][0-9]* bytes stack frame'
+grep -v "$ptxas_line" "$said" >&2 || true
+if test $rc -eq 0; then
+    grep "$ptxas_line" "$said" >"$out.ptxas.tmp" || true
+    mv "$out.ptxas.tmp" "$out.ptxas"
+fi
+rm -f "$said"
+exit $rc

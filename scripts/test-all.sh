@@ -4,7 +4,8 @@
 #      reference tests against torch / transformers / tokenizers);
 #   2. the same unit tests built with AddressSanitizer + UBSan (build-asan/);
 #   3. every fuzz target for a short run (libFuzzer + ASan + UBSan);
-#   4. `make distcheck` (the tarball builds and passes its tests out of tree).
+#   4. the GPU bundle (docs/GPU.md) built, moved and checked, where nvcc is;
+#   5. `make distcheck` (the tarball builds and passes its tests out of tree).
 # Usage: scripts/test-all.sh [--quick]   (--quick: step 1 only)
 # Environment: JOBS (default: nproc), FUZZ_SECONDS (default 15).
 set -euo pipefail
@@ -38,6 +39,15 @@ san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-fram
 
 step "fuzz targets, ${FUZZ_SECONDS:-15}s each"
 FUZZ_OUT="$top/build-asan/fuzz-out" "$top/scripts/fuzz.sh" "${FUZZ_SECONDS:-15}"
+
+step "GPU bundle: scripts/gpu-bundle.sh (CUDA_ARCHS=90, --without-mpi) moved and run without a GPU"
+if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
+    JOBS="$jobs" "$top/scripts/gpu-bundle.sh" "$top/build-gpu/gpu-bundle" && \
+        GPU_BUNDLE="$top/build-gpu/gpu-bundle" top_builddir="$top/build" top_srcdir="$top" \
+        sh "$top/tests/test_gpu_bundle.sh" || exit 1
+else
+    echo "skipped: no nvcc (the bundle needs backend-cuda)"
+fi
 
 step "make distcheck"
 (cd build && TFCORE_SKIP_REF=1 make -s -j"$jobs" distcheck DISTCHECK_CONFIGURE_FLAGS=--without-cuda) \

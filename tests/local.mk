@@ -32,6 +32,21 @@ tests_test_schedule_LDADD = $(TEST_LDADD) -lm
 TESTS += tests/test_schedule
 TESTS += tests/test_cli.sh
 EXTRA_DIST += tests/test_cli.sh
+# TFCORE_REQUIRE_GPU=1: the GPU tests fail instead of skipping, saying why
+# (tests/gpu_backend.sh for the shell tests, tests/gpu_required.h for the C ones).
+TESTS += tests/test_gpu_required.sh
+EXTRA_DIST += tests/test_gpu_required.sh tests/gpu_backend.sh tests/gpu_required.h
+# scripts/gpu-run.sh's step runner and its no-GPU stop (scripts/gpu-steps.sh)
+TESTS += tests/test_gpu_run.sh
+EXTRA_DIST += tests/test_gpu_run.sh scripts/gpu-run.sh scripts/gpu-steps.sh scripts/gpu-bundle.sh
+# The relocatable GPU bundle, packed from this build, moved, and run from the
+# copy without a GPU (skips where backend-cuda is not built; docs/GPU.md)
+TESTS += tests/test_gpu_bundle.sh
+EXTRA_DIST += tests/test_gpu_bundle.sh
+# The gate on backend-cuda's compiled kernels: shared memory, registers x
+# launch size, spills (ptxas's report; skips where backend-cuda is not built)
+TESTS += tests/test_cuda_resources.sh
+EXTRA_DIST += tests/test_cuda_resources.sh tests/cuda_resources_check.py tests/data/cuda-resources
 TESTS += tests/ref/trainer_vs_torch.py
 EXTRA_DIST += tests/ref/trainer_vs_torch.py
 TESTS += tests/test_train.sh

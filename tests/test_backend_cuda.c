@@ -29,6 +29,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "gpu_required.h"
 #include "registry.h"
 #include "tfcore/backend.h"
 #include "tfcore/config.h"
@@ -1244,9 +1245,10 @@ int main(void)
             tf_registry_free(reg);
             return EXIT_FAILURE;
         }
-        printf("SKIP: no CUDA device (%s)\n", why);
+        char line[1200];
+        snprintf(line, sizeof line, "no CUDA device (%s)", why);
         tf_registry_free(reg);
-        return 77;
+        return tf_test_gpu_unavailable("test_backend_cuda", line);
     }
     if (getenv("TF_CUDA_TEST_PROBE")) {
         tf_registry_free(reg);
@@ -1254,9 +1256,10 @@ int main(void)
     }
     const tf_loaded_plugin *pp = tf_registry_find(reg, TF_KIND_BACKEND, "cpu");
     if (!pp || !pp->usable) {
-        printf("SKIP: backend-cpu (the reference) is not built in %s\n", dcpu);
+        char line[4200];
+        snprintf(line, sizeof line, "backend-cpu (the reference) is not built in %s", dcpu);
         tf_registry_free(reg);
-        return 77;
+        return tf_test_gpu_unavailable("test_backend_cuda", line);
     }
     gv = pc->desc->vtable;
     cv = pp->desc->vtable;

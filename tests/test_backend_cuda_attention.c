@@ -32,6 +32,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "gpu_required.h"
 #include "registry.h"
 #include "tfcore/backend.h"
 #include "tfcore/dtype.h"
@@ -1051,15 +1052,17 @@ int main(void)
     if (!pc->usable) {
         const char *why = pc->why, *prefix = "no CUDA device: ";
         if (strncmp(why, prefix, strlen(prefix)) == 0) why += strlen(prefix);
-        printf("SKIP: no CUDA device (%s)\n", why);
+        char line[1200];
+        snprintf(line, sizeof line, "no CUDA device (%s)", why);
         tf_registry_free(reg);
-        return 77;
+        return tf_test_gpu_unavailable("test_backend_cuda_attention", line);
     }
     const tf_loaded_plugin *pp = tf_registry_find(reg, TF_KIND_BACKEND, "cpu");
     if (!pp || !pp->usable) {
-        printf("SKIP: backend-cpu (the reference) is not built in %s\n", dcpu);
+        char line[4200];
+        snprintf(line, sizeof line, "backend-cpu (the reference) is not built in %s", dcpu);
         tf_registry_free(reg);
-        return 77;
+        return tf_test_gpu_unavailable("test_backend_cuda_attention", line);
     }
     gv = pc->desc->vtable;
     cv = pp->desc->vtable;

@@ -7,15 +7,20 @@
 #
 # Skips (exit 77) when there is no usable GPU (asked of the op suite itself:
 # TF_CUDA_TEST_PROBE=1) or no compute-sanitizer (on PATH, in $CUDA_HOME/bin
-# or /usr/local/cuda/bin). The suites run in one process each (they do not
-# fork), under libtool --mode=execute so the sanitizer sees the real binary.
-# Set TF_SANITIZER_FAST=1 to run only memcheck on the first suite.
+# or /usr/local/cuda/bin); with TFCORE_REQUIRE_GPU=1 either is a failure
+# that says why (tests/gpu_backend.sh). The suites run in one process each
+# (they do not fork), under libtool --mode=execute so the sanitizer sees the
+# real binary (run directly where there is no libtool: the GPU bundle's
+# suites are the real binaries). Set TF_SANITIZER_FAST=1 to run only
+# memcheck on the first suite.
 set -u
 
 b=${top_builddir:-.}
+. "${top_srcdir:-.}/tests/gpu_backend.sh"
 suite_a=$b/tests/test_backend_cuda
 suite_b=$b/tests/test_backend_cuda_attention
-run="$b/libtool --mode=execute"
+run=
+if test -f "$b/libtool"; then run="$b/libtool --mode=execute"; fi
 
 for t in "$suite_a" "$suite_b"; do
     if ! test -x "$t"; then
@@ -44,8 +49,7 @@ for cand in "$(command -v compute-sanitizer 2>/dev/null)" \
     fi
 done
 if test -z "$san"; then
-    echo "SKIP: compute-sanitizer not found (PATH, \$CUDA_HOME/bin, /usr/local/cuda/bin)"
-    exit 77
+    gpu_unavailable "compute-sanitizer not found (PATH, \$CUDA_HOME/bin, /usr/local/cuda/bin)"
 fi
 
 failed=0

@@ -6,9 +6,12 @@
 # driver, with a fake backend). With a CUDA device and backend-cuda: world
 # size 1 (and every GPU of the machine) through each bootstrap path, with
 # all-reduce, reduce, broadcast and barrier checked against known values;
-# without one, that part prints "SKIP: no CUDA device" and does not fail.
+# without one, that part prints "SKIP: GPU part ...: comm-nccl probe: <its
+# reason>" and does not fail, unless TFCORE_REQUIRE_GPU=1
+# (tests/gpu_backend.sh): then it fails, with the probe's reason.
 set -u
 : "${top_builddir:?}" "${top_srcdir:?}"
+. "$top_srcdir/tests/gpu_backend.sh"
 drv="$top_builddir/plugins/comm-nccl/comm-nccl-driver"
 so="$top_builddir/plugins/comm-nccl/.libs/tfcore-comm-nccl.so"
 cuda_so="$top_builddir/plugins/backend-cuda/.libs/tfcore-backend-cuda.so"
@@ -194,9 +197,11 @@ fi
 
 # --- with a GPU: the real thing -----------------------------------------------------
 if [ $gpu = no ]; then
-    echo "SKIP: no CUDA device (GPU part: world size 1 through each bootstrap, all-reduce values)"
+    # the probe's own line: "unusable: no CUDA device: ..." or why it did not load
+    gpu_part_unavailable "GPU part (world size 1 through each bootstrap, all-reduce values): comm-nccl probe: $(tail -n 1 "$tmp/probe")" \
+        || bad "the GPU part did not run"
 elif [ ! -f "$cuda_so" ]; then
-    echo "SKIP: backend-cuda was not built (GPU part)"
+    gpu_part_unavailable "backend-cuda was not built (GPU part)" || bad "the GPU part did not run"
 else
     ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
     [ "$ngpu" -ge 1 ] || ngpu=1

@@ -4,28 +4,17 @@
 # backend cuda in fp32, tf32, fp16 and bf16, same seed. Every run must end
 # with eval_accuracy within 0.02 of fp32's, eval_loss and train_loss within
 # max(0.05, 25%) of fp32's, and fp16 must skip few steps (the loss scaler
-# must not collapse). Without a usable CUDA backend: "SKIP: no CUDA device",
-# exit 77.
+# must not collapse). Without a usable CUDA backend it skips (exit 77)
+# saying why; with TFCORE_REQUIRE_GPU=1 that is a failure
+# (tests/gpu_backend.sh).
 set -u
 : "${top_builddir:?}" "${top_srcdir:?}"
+. "$top_srcdir/tests/gpu_backend.sh"
 tfcore="$top_builddir/core/tfcore"
-[ -x "$tfcore" ] || { echo "SKIP: no $tfcore"; exit 77; }
+[ -x "$tfcore" ] || gpu_unavailable "no $tfcore"
+why=$(gpu_cuda_why "$tfcore") || gpu_unavailable "$why"
 tmp=$(mktemp -d /tmp/tfcore-gpuft-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
-
-"$tfcore" plugins --json >"$tmp/plugins.json" 2>/dev/null
-if ! python3 - "$tmp/plugins.json" <<'PY'
-import json, sys
-try:
-    plugins = json.load(open(sys.argv[1]))["plugins"]
-except Exception:
-    sys.exit(1)
-sys.exit(0 if any(p["kind"] == "backend" and p["name"] == "cuda" and p["usable"] for p in plugins) else 1)
-PY
-then
-    echo "SKIP: no CUDA device"
-    exit 77
-fi
 
 pass=0
 fail=0

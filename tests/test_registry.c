@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "registry.h"
@@ -212,7 +213,7 @@ START_TEST(test_search_path_order)
     setenv("TFCORE_PLUGIN_PATH", "/env/a::/env/b:/cfg/x", 1);
     tf_search_path sp;
     tf_error err = {0};
-    ck_assert_int_eq(tf_search_path_build(&sp, "/cfg/x:/cfg/y", false, &err), TF_OK);
+    ck_assert_int_eq(tf_search_path_build(&sp, "/cfg/x:/cfg/y", NULL, &err), TF_OK);
     /* config first, then env (duplicates and empty entries dropped), then installed */
     ck_assert_uint_eq(sp.n, 5);
     ck_assert_str_eq(sp.dirs[0], "/cfg/x");
@@ -222,6 +223,61 @@ START_TEST(test_search_path_order)
     ck_assert_str_eq(sp.dirs[4], tf_installed_plugin_dir());
     tf_search_path_free(&sp);
     unsetenv("TFCORE_PLUGIN_PATH");
+}
+END_TEST
+
+/* Step 3: the folders beside the loaded libtfcore, derived from where the
+ * library is and not from any path compiled in. */
+START_TEST(test_search_path_beside_library)
+{
+    char tmpl[] = "/tmp/tfcore-sp-XXXXXX", path[4200], lib[4200];
+    ck_assert_ptr_nonnull(mkdtemp(tmpl));
+    const char *made[] = {"/core", "/core/.libs", "/plugins", "/plugins/a", "/plugins/a/.libs",
+                          "/plugins/b", "/plugins/b/.libs", "/plugins/c"};
+    for (size_t i = 0; i < sizeof made / sizeof *made; i++) {
+        snprintf(path, sizeof path, "%s%s", tmpl, made[i]);
+        ck_assert_int_eq(mkdir(path, 0700), 0);
+    }
+    unsetenv("TFCORE_PLUGIN_PATH");
+    tf_search_path sp;
+    tf_error err = {0};
+    /* a build tree (or a bundle shaped like one): every plugins/x/.libs, in order */
+    snprintf(lib, sizeof lib, "%s/core/.libs", tmpl);
+    ck_assert_int_eq(tf_search_path_build(&sp, "/cfg", lib, &err), TF_OK);
+    ck_assert_uint_eq(sp.n, 5);
+    ck_assert_str_eq(sp.dirs[0], "/cfg");
+    snprintf(path, sizeof path, "%s/plugins/a/.libs", tmpl);
+    ck_assert_str_eq(sp.dirs[1], path);
+    snprintf(path, sizeof path, "%s/plugins/b/.libs", tmpl);
+    ck_assert_str_eq(sp.dirs[2], path);
+    snprintf(path, sizeof path, "%s/core/.libs/tfcore/plugins", tmpl);
+    ck_assert_str_eq(sp.dirs[3], path);
+    ck_assert_str_eq(sp.dirs[4], tf_installed_plugin_dir());
+    tf_search_path_free(&sp);
+    /* an installed tree moved anywhere: LIBDIR/tfcore/plugins */
+    ck_assert_int_eq(tf_search_path_build(&sp, NULL, "/moved/prefix/lib", &err), TF_OK);
+    ck_assert_uint_eq(sp.n, 2);
+    ck_assert_str_eq(sp.dirs[0], "/moved/prefix/lib/tfcore/plugins");
+    ck_assert_str_eq(sp.dirs[1], tf_installed_plugin_dir());
+    tf_search_path_free(&sp);
+    const char *gone[] = {"/plugins/c", "/plugins/b/.libs", "/plugins/b", "/plugins/a/.libs",
+                          "/plugins/a", "/plugins", "/core/.libs", "/core", ""};
+    for (size_t i = 0; i < sizeof gone / sizeof *gone; i++) {
+        snprintf(path, sizeof path, "%s%s", tmpl, gone[i]);
+        ck_assert_int_eq(rmdir(path), 0);
+    }
+}
+END_TEST
+
+/* This test links the build tree's libtfcore: the loader says where it is. */
+START_TEST(test_libtfcore_dir_is_where_loaded)
+{
+    char dir[4096];
+    ck_assert(tf_libtfcore_dir(dir, sizeof dir));
+    ck_assert_msg(strstr(dir, "/core/.libs") != NULL, "libtfcore loaded from '%s'", dir);
+    char small[4];
+    ck_assert(!tf_libtfcore_dir(small, sizeof small));
+    ck_assert_str_eq(small, "");
 }
 END_TEST
 
@@ -240,6 +296,8 @@ int main(void)
     tcase_add_test(tc, test_name_rules);
     tcase_add_test(tc, test_vtable_check_direct);
     tcase_add_test(tc, test_search_path_order);
+    tcase_add_test(tc, test_search_path_beside_library);
+    tcase_add_test(tc, test_libtfcore_dir_is_where_loaded);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

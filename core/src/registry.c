@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -556,8 +557,10 @@ tf_status tf_registry_require(tf_registry *reg, uint32_t kind, const char *name,
 
 tf_status tf_registry_index_default(tf_registry **out, const char *config_path, tf_error *err)
 {
+    char lib_dir[PATH_MAX];
     tf_search_path sp;
-    tf_status st = tf_search_path_build(&sp, config_path, tf_running_from_build_tree(), err);
+    tf_status st = tf_search_path_build(&sp, config_path,
+                                        tf_libtfcore_dir(lib_dir, sizeof lib_dir) ? lib_dir : NULL, err);
     if (st) return st;
     st = tf_registry_index(out, (const char *const *)sp.dirs, sp.n, err);
     tf_search_path_free(&sp);

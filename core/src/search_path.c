@@ -1,31 +1,35 @@
 /* search_path.c — the ordered list of plugin folders (see search_path.h). */
+#include <dlfcn.h>
 #include <glob.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "search_path.h"
 
 #ifndef TF_PLUGIN_DIR
 #error "TF_PLUGIN_DIR must be defined by the build"
 #endif
-#ifndef TF_BUILD_ROOT
-#error "TF_BUILD_ROOT must be defined by the build"
-#endif
 
 const char *tf_installed_plugin_dir(void) { return TF_PLUGIN_DIR; }
 
-bool tf_running_from_build_tree(void)
+bool tf_libtfcore_dir(char *buf, size_t n)
 {
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0) return false;
-    exe[n] = '\0';
-    char root[PATH_MAX];
-    if (!realpath(TF_BUILD_ROOT, root)) return false;
-    size_t rl = strlen(root);
-    return strncmp(exe, root, rl) == 0 && exe[rl] == '/';
+    /* dladdr on a function of this library names the file the loader mapped
+     * it from: the build tree's core/.libs, an installed $libdir, or a copy
+     * of either moved anywhere. */
+    Dl_info info;
+    char real[PATH_MAX];
+    if (n) buf[0] = '\0';
+    if (!dladdr((void *)&tf_libtfcore_dir, &info) || !info.dli_fname || !realpath(info.dli_fname, real))
+        return false;
+    char *slash = strrchr(real, '/');
+    if (!slash) return false;
+    *slash = '\0';
+    if (strlen(real) + 1 > n) return false;
+    memcpy(buf, real, strlen(real) + 1);
+    return true;
 }
 
 static bool push(tf_search_path *sp, const char *dir, size_t len)
@@ -52,21 +56,34 @@ static bool push_colon_list(tf_search_path *sp, const char *list)
     return true;
 }
 
-tf_status tf_search_path_build(tf_search_path *sp, const char *config_path, bool from_build_tree,
+/* The plugin folders that belong with the libtfcore in lib_dir. */
+static bool push_beside_library(tf_search_path *sp, const char *lib_dir)
+{
+    static const char build_tail[] = "/core/.libs";
+    size_t len = strlen(lib_dir), tl = sizeof build_tail - 1;
+    char pattern[PATH_MAX + 32];
+    if (len > tl && strcmp(lib_dir + len - tl, build_tail) == 0) {
+        /* libtool's build tree: each built plugin sits in plugins/<name>/.libs */
+        snprintf(pattern, sizeof pattern, "%.*s/plugins/*/.libs", (int)(len - tl), lib_dir);
+        glob_t g;
+        int r = glob(pattern, GLOB_ONLYDIR, NULL, &g);
+        bool ok = true;
+        if (r == 0)
+            for (size_t i = 0; ok && i < g.gl_pathc; i++) ok = push(sp, g.gl_pathv[i], strlen(g.gl_pathv[i]));
+        if (r == 0 || r == GLOB_NOMATCH) globfree(&g);
+        if (!ok || r == GLOB_NOSPACE) return false;
+    }
+    int w = snprintf(pattern, sizeof pattern, "%s/tfcore/plugins", lib_dir);
+    return w < 0 || (size_t)w >= sizeof pattern || push(sp, pattern, (size_t)w);
+}
+
+tf_status tf_search_path_build(tf_search_path *sp, const char *config_path, const char *lib_dir,
                                tf_error *err)
 {
     sp->dirs = NULL;
     sp->n = 0;
     bool ok = push_colon_list(sp, config_path) && push_colon_list(sp, getenv("TFCORE_PLUGIN_PATH"));
-    if (ok && from_build_tree) {
-        /* libtool puts each built plugin in plugins/<name>/.libs */
-        glob_t g;
-        if (glob(TF_BUILD_ROOT "/plugins/*/.libs", GLOB_ONLYDIR, NULL, &g) == 0) {
-            for (size_t i = 0; ok && i < g.gl_pathc; i++)
-                ok = push(sp, g.gl_pathv[i], strlen(g.gl_pathv[i]));
-            globfree(&g);
-        }
-    }
+    if (ok && lib_dir && *lib_dir) ok = push_beside_library(sp, lib_dir);
     if (ok) ok = push(sp, TF_PLUGIN_DIR, strlen(TF_PLUGIN_DIR));
     if (!ok) {
         tf_search_path_free(sp);
