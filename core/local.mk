@@ -13,12 +13,14 @@ core_libtfcore_la_SOURCES = \
 	core/src/rng.c \
 	core/src/adamw_check.c \
 	core/src/file_atomic.c \
+	core/src/file_tree.c \
 	core/src/dataset_tokenizer.c \
 	core/src/lr_schedule.c core/src/lr_schedule.h \
 	core/src/sampler.c core/src/sampler.h \
 	core/src/trainer.c core/src/trainer.h core/src/trainer_internal.h \
 	core/src/trainer_eval.c \
 	core/src/trainer_checkpoint.c \
+	core/src/trainer_output_dir.c \
 	core/src/run_output.c
 core_libtfcore_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/core/src \
 	-DTF_PLUGIN_DIR='"$(plugindir)"' -DTF_BUILD_ROOT='"$(abs_top_builddir)"' \
@@ -49,7 +51,8 @@ core_tfcore_SOURCES = \
 	core/src/cli_plugins.c \
 	core/src/cli_train.c \
 	core/src/cli_bench.c \
-	core/src/cli_predict.c
+	core/src/cli_predict.c \
+	core/src/cli_output.c
 core_tfcore_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/core/src $(LIBCONFIG_CFLAGS) $(JANSSON_CFLAGS)
 core_tfcore_LDADD = core/libtfcore.la $(JANSSON_LIBS)
 

@@ -36,6 +36,8 @@ TESTS += tests/ref/trainer_vs_torch.py
 EXTRA_DIST += tests/ref/trainer_vs_torch.py
 TESTS += tests/test_train.sh
 EXTRA_DIST += tests/test_train.sh
+TESTS += tests/test_file_safety.sh
+EXTRA_DIST += tests/test_file_safety.sh tests/fault_rename.c
 
 # test_plugin_template.sh installs the build tree into a DESTDIR, and libtool
 # relinks the plugins in their .libs while it does: run it after every other

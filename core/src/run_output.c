@@ -69,8 +69,7 @@ void tf_progress_end(tf_progress *p)
 
 tf_status tf_open_log(tf_trainer *t, tf_error *err)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/log.jsonl", t->output_dir);
+    const char *path = t->log_path; /* tf_output_dir_prepare chose it */
     /* a resumed run appends to its log; a fresh one starts it over */
     const char *mode = t->args->resume_from_checkpoint ? "a" : "w";
     t->log = fopen(path, mode);
@@ -149,7 +148,7 @@ void tf_log_metrics(tf_trainer *t, const tf_metrics *m, int64_t step)
     json_decref(o);
 }
 
-tf_status tf_write_results(tf_trainer *t, double runtime, double samples, double steps, double train_loss,
+tf_status tf_write_results(tf_trainer *t, const char *dir, double runtime, double samples, double steps, double train_loss,
                            double epoch, const tf_metrics *eval, tf_error *err)
 {
     json_t *o = json_object();
@@ -189,7 +188,7 @@ tf_status tf_write_results(tf_trainer *t, double runtime, double samples, double
     json_decref(o);
     if (!text) return tf_error_set(err, TF_ERR_RUNTIME, "out of memory writing results");
     char path[4096];
-    snprintf(path, sizeof path, "%s/results.json", t->output_dir);
+    snprintf(path, sizeof path, "%s/results.json", dir);
     size_t len = strlen(text);
     char *withnl = malloc(len + 2);
     tf_status st;
@@ -200,7 +199,6 @@ tf_status tf_write_results(tf_trainer *t, double runtime, double samples, double
         withnl[len] = '\n';
         withnl[len + 1] = '\0';
         st = tf_file_write_text_atomic(path, withnl, err);
-        if (!st) tf_info("wrote %s", path);
     }
     free(withnl);
     free(text);

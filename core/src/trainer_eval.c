@@ -115,6 +115,7 @@ tf_status tf_trainer_evaluate(tf_trainer *t, double epoch, tf_metrics *out, tf_e
     tf_metrics_add(&m, "eval_steps_per_second", (double)batches / runtime);
     tf_metrics_add(&m, "epoch", epoch);
     t->last_eval = m;
+    t->last_eval_step = t->global_step;
     if (out) *out = m;
     t->phase[TF_PHASE_EVAL] += runtime;
     if (t->rank == 0) tf_log_metrics(t, &m, t->global_step);
