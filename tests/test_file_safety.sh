@@ -71,6 +71,11 @@ train -o training.output_dir="$tmp/links" -o training.overwrite_output_dir=true 
     [ ! -e "$tmp/links/checkpoint-4" ] && ok || bad "rotation kept $(ls "$tmp/links")"
 grep -q "checkpoint-0 is a symbolic link: removing the link only, never what it points to" "$tmp/links.out" && ok ||
     bad "no line saying the link was removed, not followed"
+# a rerun re-saving a checkpoint that is a link: the link goes, its target stays
+ln -s "$tmp/victim" "$tmp/links/checkpoint-4"
+train -o training.output_dir="$tmp/links" -o training.overwrite_output_dir=true >/dev/null 2>&1 &&
+    [ -f "$tmp/victim/a.txt" ] && [ -f "$tmp/victim/sub/b.txt" ] && [ ! -L "$tmp/links/checkpoint-4" ] &&
+    [ -s "$tmp/links/checkpoint-4/trainer_state.json" ] && ok || bad "re-saving over a linked checkpoint-4 followed the link"
 # a link inside a checkpoint that a rerun replaces
 ln -s "$tmp/victim" "$tmp/links/checkpoint-8/inside"
 train -o training.output_dir="$tmp/links" -o training.overwrite_output_dir=true >/dev/null 2>&1 &&

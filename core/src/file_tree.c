@@ -69,15 +69,25 @@ static tf_status remove_at(int pfd, const char *name, const char *shown, int dep
     size_t cap = strlen(shown) + 258;
     char *child = malloc(cap);
     if (!child) st = tf_error_set(err, TF_ERR_RUNTIME, "cannot remove %s: out of memory", shown);
-    while (!st && (e = readdir(d))) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        snprintf(child, cap, "%s/%s", shown, e->d_name);
-        st = remove_at(dirfd(d), e->d_name, child, depth + 1, err);
+    /* POSIX leaves unspecified what readdir shows after removals: list again
+     * while the folder is not empty (a few passes at most) */
+    for (int pass = 0; !st && pass < 4; pass++) {
+        rewinddir(d);
+        while (!st && (e = readdir(d))) {
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+            snprintf(child, cap, "%s/%s", shown, e->d_name);
+            st = remove_at(dirfd(d), e->d_name, child, depth + 1, err);
+        }
+        if (st) break;
+        if (unlinkat(pfd, name, AT_REMOVEDIR) == 0 || errno == ENOENT) break;
+        if (errno != ENOTEMPTY && errno != EEXIST) {
+            st = tf_error_set(err, TF_ERR_RUNTIME, "cannot remove %s: %s", shown, strerror(errno));
+        } else if (pass == 3) {
+            st = tf_error_set(err, TF_ERR_RUNTIME, "cannot remove %s: it keeps getting new entries", shown);
+        }
     }
     free(child);
     closedir(d);
-    if (!st && unlinkat(pfd, name, AT_REMOVEDIR) != 0 && errno != ENOENT)
-        st = tf_error_set(err, TF_ERR_RUNTIME, "cannot remove %s: %s", shown, strerror(errno));
     return st;
 }
 
