@@ -37,6 +37,11 @@ EXTRA_DIST += tests/ref/trainer_vs_torch.py
 TESTS += tests/test_train.sh
 EXTRA_DIST += tests/test_train.sh
 TESTS += tests/test_file_safety.sh
+check_PROGRAMS += tests/test_file
+tests_test_file_SOURCES = tests/test_file.c
+tests_test_file_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_test_file_LDADD = $(TEST_LDADD)
+TESTS += tests/test_file
 EXTRA_DIST += tests/test_file_safety.sh tests/fault_rename.c
 
 # test_plugin_template.sh installs the build tree into a DESTDIR, and libtool
