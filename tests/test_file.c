@@ -200,6 +200,17 @@ START_TEST(write_atomic_never_replaces_a_non_regular_file)
     ck_assert_int_eq(tf_file_write_text_atomic(at("dangling"), "x", &err), TF_ERR_RUNTIME);
     ck_assert_msg(strstr(err.msg, "symbolic link to a missing file"), "%s", err.msg);
     ck_assert(!exists("nowhere"));
+    /* the rename over a regular file fails: the old content stays, no temporary file is left */
+    static char target[256];
+    snprintf(target, sizeof target, "%s/real", root);
+    fail_rename_to = target;
+    ck_assert_int_eq(tf_file_write_text_atomic(target, "newer", &err), TF_ERR_RUNTIME);
+    ck_assert_msg(strstr(err.msg, "cannot rename") && strstr(err.msg, "Invalid cross-device link"), "%s", err.msg);
+    fail_rename_to = NULL;
+    ck_assert(has("real", "new"));
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "test -z \"$(ls -A '%s' | grep -F .tmp.)\"", root);
+    ck_assert_int_eq(system(cmd), 0);
 }
 END_TEST
 
