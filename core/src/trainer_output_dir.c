@@ -92,8 +92,10 @@ static tf_status tidy(tf_trainer *t, tf_error *err)
     if (st) return st;
     int dfd = open(out, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd < 0) return tf_error_set(err, TF_ERR_RUNTIME, "cannot open %s: %s", out, strerror(errno));
-    DIR *d = fdopendir(dup(dfd));
+    int lfd = dup(dfd);
+    DIR *d = lfd >= 0 ? fdopendir(lfd) : NULL;
     if (!d) {
+        if (lfd >= 0) close(lfd);
         close(dfd);
         return tf_error_set(err, TF_ERR_RUNTIME, "cannot list %s: %s", out, strerror(errno));
     }
