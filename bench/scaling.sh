@@ -33,7 +33,7 @@ model = { plugin = "bert"; preset = "bert-mini"; task = "classification"; num_la
 data = { plugin = "synthetic"; task = "classification"; num_labels = 2; seq_len = 128;
          num_examples = 65536; eval_examples = 0; learnable = true; };
 backend = { plugin = "cpu"; threads = 1; };
-training = { output_dir = "$tmp/out-$name"; max_steps = $steps; per_device_train_batch_size = 16;
+training = { output_dir = "$tmp/out-$name"; overwrite_output_dir = true; max_steps = $steps; per_device_train_batch_size = 16;
              learning_rate = 5e-5; logging_steps = 1000000; eval_strategy = "no"; save_strategy = "no"; };
 $comm
 CFG

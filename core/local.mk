@@ -14,6 +14,7 @@ core_libtfcore_la_SOURCES = \
 	core/src/adamw_check.c \
 	core/src/file_atomic.c \
 	core/src/file_read.c \
+	core/src/file_tree.c \
 	core/src/dataset_tokenizer.c \
 	core/src/lr_schedule.c core/src/lr_schedule.h \
 	core/src/sampler.c core/src/sampler.h \
@@ -22,7 +23,8 @@ core_libtfcore_la_SOURCES = \
 	core/src/trainer_checkpoint.c \
 	core/src/trainer_state.c core/src/trainer_state.h \
 	core/src/run_output.c \
-	core/src/run_log_resume.c
+	core/src/run_log_resume.c \
+	core/src/trainer_output_dir.c
 core_libtfcore_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/core/src \
 	-DTF_PLUGIN_DIR='"$(plugindir)"' \
 	$(LIBCONFIG_CFLAGS) $(JANSSON_CFLAGS) $(UTF8PROC_CFLAGS)
@@ -53,7 +55,8 @@ core_tfcore_SOURCES = \
 	core/src/cli_plugins.c \
 	core/src/cli_train.c \
 	core/src/cli_bench.c \
-	core/src/cli_predict.c
+	core/src/cli_predict.c \
+	core/src/cli_output.c
 core_tfcore_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/core/src $(LIBCONFIG_CFLAGS) $(JANSSON_CFLAGS)
 core_tfcore_LDADD = core/libtfcore.la $(JANSSON_LIBS)
 

@@ -63,6 +63,13 @@ tests_abi11_tfcore_backend_cpu11_la_SOURCES = tests/abi11/backend_cpu_abi11.c
 tests_abi11_tfcore_backend_cpu11_la_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DBACKEND_CPU_SO='"$(abs_top_builddir)/plugins/backend-cpu/.libs/tfcore-backend-cpu.so"'
 tests_abi11_tfcore_backend_cpu11_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
+TESTS += tests/test_file_safety.sh
+check_PROGRAMS += tests/test_file
+tests_test_file_SOURCES = tests/test_file.c
+tests_test_file_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_test_file_LDADD = $(TEST_LDADD)
+TESTS += tests/test_file
+EXTRA_DIST += tests/test_file_safety.sh tests/fault_rename.c
 
 # test_plugin_template.sh installs the build tree into a DESTDIR, and libtool
 # relinks the plugins in their .libs while it does: run it after every other

@@ -155,10 +155,54 @@ for path in "$top_srcdir/tests/data/imdb/aclImdb" "$top_srcdir/tests/data/imdb/r
         || { bad "imdb run on $path"; tail -3 "$tmp/imdb.out"; }
 done
 printf 'review,sentiment\n"fine film",positive\n"meh",neutral\n' >"$tmp/bad.csv"
+rm -rf "$tmp/imdb"
 imdb_cfg "$tmp/bad.csv" >"$tmp/imdb.cfg"
 "$tfcore" -c "$tmp/imdb.cfg" >/dev/null 2>"$tmp/imdb.err"
 rc=$?
 [ "$rc" -eq 5 ] && tail -n 1 "$tmp/imdb.err" | grep -q "bad.csv:3: row 2: " && ok || { bad "bad CSV: exit $rc"; cat "$tmp/imdb.err"; }
+
+# 7. load_best_model_at_end: the best checkpoint (here the one with the HIGHEST
+#    eval loss, so it is not the last) becomes the final model, bit for bit;
+#    trainer_state.json tracks it as Trainer does; rotation never deletes it
+best_run() { # $1 = output folder, then -o overrides
+    out=$1
+    shift
+    "$tfcore" -c "$tmp/tiny.cfg" -o training.output_dir="$out" -o training.max_steps=8 -o training.eval_strategy=steps \
+        -o training.eval_steps=2 -o training.save_steps=2 -o training.load_best_model_at_end=true \
+        -o training.greater_is_better=true "$@"
+}
+best_check() { # $1 = output folder: prints checkpoint-K of the best
+    python3 - "$1" <<'PY'
+import json, os, sys
+d = sys.argv[1]
+logs = [json.loads(l) for l in open(d + "/log.jsonl")]
+evals = [l for l in logs if "eval_loss" in l]
+best = max(evals[:4], key=lambda l: l["eval_loss"])  # the 4 evaluations taken during training
+k = best["step"]
+assert k != 8, "the best checkpoint is the last one; the test proves nothing"
+last = max(int(n.split("-")[1]) for n in os.listdir(d) if n.startswith("checkpoint-"))
+st = json.load(open("%s/checkpoint-%d/trainer_state.json" % (d, last)))
+assert st["best_model_checkpoint"] == "%s/checkpoint-%d" % (d, k), (st["best_model_checkpoint"], k)
+assert abs(st["best_metric"] - best["eval_loss"]) < 1e-8, (st["best_metric"], best["eval_loss"])  # log.jsonl: 10 digits
+r = json.load(open(d + "/results.json"))  # re-evaluated: the final (best) model's numbers
+assert abs(r["eval_loss"] - best["eval_loss"]) < 1e-6, (r["eval_loss"], best["eval_loss"])
+print("checkpoint-%d" % k)
+PY
+}
+if best_run "$tmp/best" -o training.metric_for_best_model=loss >"$tmp/best.out" 2>&1 && k=$(best_check "$tmp/best"); then
+    cmp -s "$tmp/best/model.safetensors" "$tmp/best/$k/model.safetensors" && ok || bad "the final model is not $k's"
+    grep -q "loaded the best model from $tmp/best/$k" "$tmp/best.out" && ok || bad "no 'loaded the best model' line"
+else bad "load_best_model_at_end run"; tail -5 "$tmp/best.out"; fi
+# save_total_limit = 1: the best and the newest during the run, the best alone at the end
+if best_run "$tmp/best1" -o training.metric_for_best_model=eval_loss -o training.save_total_limit=1 >"$tmp/best1.out" 2>&1 &&
+    k=$(best_check "$tmp/best1"); then
+    [ "$(ls -d "$tmp"/best1/checkpoint-*)" = "$tmp/best1/$k" ] && cmp -s "$tmp/best1/model.safetensors" "$tmp/best1/$k/model.safetensors" \
+        && ok || bad "save_total_limit=1 with a best checkpoint kept: $(ls "$tmp/best1")"
+else bad "load_best_model_at_end with save_total_limit=1"; tail -5 "$tmp/best1.out"; fi
+best_run "$tmp/best2" -o training.metric_for_best_model=accuracyy >/dev/null 2>"$tmp/best2.err"
+rc=$?
+[ "$rc" -eq 3 ] && tail -n 1 "$tmp/best2.err" | grep -q "training.metric_for_best_model 'accuracyy': the evaluation has no 'eval_accuracyy' (it has eval_loss, eval_accuracy" \
+    && ok || { bad "unknown metric_for_best_model: exit $rc"; cat "$tmp/best2.err"; }
 
 echo "test_train: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -18,4 +18,14 @@ int tf_cli_fail(const tf_error *err);
 /* Print "tfcore VERB: <message>" and return TF_ERR_USAGE. */
 int tf_cli_usage_error(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Write text[len] to a verb's output path: "-" is stdout, anything else goes
+ * through tf_file_write_atomic (devices and FIFOs written through, links and
+ * other non-regular files never replaced). */
+tf_status tf_cli_write_output(const char *path, const char *text, size_t len, tf_error *err);
+/* TF_ERR_USAGE, "WHAT OUTPUT is the input X itself; ...", when output is the
+ * same file (st_dev and st_ino, so links and other names count) as one of
+ * inputs[0..n) (NULL entries skipped). */
+tf_status tf_cli_check_not_input(const char *what, const char *output, const char *const *inputs, size_t n,
+                                 tf_error *err);
+
 #endif

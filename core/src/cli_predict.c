@@ -38,6 +38,7 @@ static void usage(FILE *out)
             "    {\"input_ids\": [...], \"token_type_ids\": [...], \"attention_mask\": [...]}\n"
             "  and writes one line per input: {\"logits\": [...], \"label\": k} for classification,\n"
             "  {\"start_logits\", \"end_logits\", \"start\", \"end\", \"score\"[, \"answer\"]} for QA.\n"
+            "  --output FILE where the lines go (\"-\": stdout); never the --input file itself\n"
             "  --model DIR   use this saved model folder (sets model.pretrained, drops model.preset)\n"
             "  --batch-size  rows per forward (default: training.per_device_eval_batch_size)\n"
             "  --max-length  tokens per text input (default: the model's positions, at most 512)\n");
@@ -410,7 +411,7 @@ static tf_status predict_file(predictor *p, const char *in_path, const char *out
     tf_encoding_free(&enc);
     fclose(in);
     if (fclose(out) != 0 && !st) st = tf_error_set(err, TF_ERR_RUNTIME, "out of memory for %s", out_path);
-    if (!st) st = tf_file_write_text_atomic(out_path, text ? text : "", err);
+    if (!st) st = tf_cli_write_output(out_path, text ? text : "", text ? text_len : 0, err);
     free(text);
     if (!st) fprintf(stderr, "tfcore: predicted %ld inputs into %s\n", count, out_path);
     return st;
@@ -454,6 +455,11 @@ int tf_cli_predict(int argc, char **argv)
         rc = tf_cli_usage_error("predict", "-c FILE, --input IN.jsonl and --output OUT.jsonl are required");
         goto done;
     }
+    tf_error err = {0};
+    if (tf_cli_check_not_input("--output", out, &in, 1, &err)) {
+        rc = tf_cli_fail(&err);
+        goto done;
+    }
     const char *unset[1] = {"model.preset"};
     if (model_dir) {
         size_t n = strlen(model_dir) + 32;
@@ -461,7 +467,6 @@ int tf_cli_predict(int argc, char **argv)
         snprintf(model_override, n, "model.pretrained=\"%s\"", model_dir);
         ov[nov++] = model_override;
     }
-    tf_error err = {0};
     tf_plan plan;
     if (tf_plan_resolve(&plan, config, ov, nov, unset, model_dir ? 1 : 0, &err)) {
         rc = tf_cli_fail(&err);

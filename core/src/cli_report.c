@@ -32,9 +32,10 @@ static const char *const usage_text =
     "  --metric NAME         the last column: any number in results.json\n"
     "                        (default: eval_accuracy, else eval_f1, else eval_loss)\n"
     "  --json                the table as JSON instead of Markdown\n"
-    "  -o, --out FILE        write the table to FILE instead of stdout\n"
+    "  -o, --out FILE        write the table to FILE instead of stdout (\"-\": stdout)\n"
     "  --svg FILE            also draw the comparison as an SVG chart: train_runtime\n"
     "                        and speedup per run, and each run's time per phase\n"
+    "                        (\"-\": stdout)\n"
     "\n"
     "exit codes: 0 ok, 1 cannot write an output, 2 usage error,\n"
     "            5 a results.json is missing or malformed\n";
@@ -85,7 +86,7 @@ static int find_baseline(const char *want, char **dirs, size_t n, size_t *out)
 
 static int write_output(const char *path, const char *text)
 {
-    if (!path) {
+    if (!path || strcmp(path, "-") == 0) {
         fputs(text, stdout);
         if (fflush(stdout) != 0 || ferror(stdout)) {
             fprintf(stderr, "tfcore report: cannot write the table to stdout\n");

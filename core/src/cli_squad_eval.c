@@ -32,7 +32,7 @@ static const char *const usage_text =
     "  --na-prob-thresh T   a question whose no-answer probability is > T counts as\n"
     "                       answered \"\" (default 1.0)\n"
     "  --out FILE           write the JSON to FILE (one line, no newline) instead of\n"
-    "                       printing it\n"
+    "                       printing it (\"-\": stdout); never one of the inputs\n"
     "\n"
     "exit codes: 0 ok, 1 I/O error, 2 usage error, 5 bad input file\n";
 
@@ -83,18 +83,8 @@ static int write_result(const tf_squad_result *r, const char *out_path)
         return 0;
     }
     size_t len = tf_squad_result_format(r, TF_SQUAD_JSON_COMPACT, text, sizeof text);
-    FILE *f = fopen(out_path, "wb");
     tf_error err;
-    if (!f) {
-        tf_error_set(&err, TF_ERR_RUNTIME, "%s: cannot write: %s", out_path, strerror(errno));
-        return tf_cli_fail(&err);
-    }
-    int bad = fwrite(text, 1, len, f) != len;
-    bad |= fclose(f) != 0;
-    if (bad) {
-        tf_error_set(&err, TF_ERR_RUNTIME, "%s: write error", out_path);
-        return tf_cli_fail(&err);
-    }
+    if (tf_cli_write_output(out_path, text, len, &err) != TF_OK) return tf_cli_fail(&err);
     return 0;
 }
 
@@ -136,6 +126,9 @@ int tf_cli_squad_eval(int argc, char **argv)
         return tf_cli_usage_error(verb, "--na-prob-thresh: '%s' is not a number", thresh_text);
 
     tf_error err = {0};
+    const char *inputs[3] = {pos[0], pos[1], na_path};
+    if (out_path && tf_cli_check_not_input("--out", out_path, inputs, 3, &err) != TF_OK)
+        return tf_cli_fail(&err);
     tf_squad_dataset *ds = NULL;
     tf_squad_predictions preds = {0};
     tf_squad_na_probs na = {0};

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tfcore/file.h"
@@ -40,9 +41,60 @@ static int sync_dir(const char *path)
     return rc;
 }
 
+/* Write the parts straight into an existing device or FIFO: no temp file,
+ * no rename (which would replace the node itself). */
+static tf_status write_through(const char *path, const tf_file_part *parts, size_t n, tf_error *err)
+{
+    int fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) return tf_error_set(err, TF_ERR_RUNTIME, "cannot write %s: %s", path, strerror(errno));
+    size_t at = 0;
+    for (size_t k = 0; k < n; k++) {
+        if (parts[k].size && write_all(fd, parts[k].data, parts[k].size) != 0) {
+            int e = errno;
+            close(fd);
+            return tf_error_set(err, TF_ERR_RUNTIME, "cannot write %s: writing failed at byte %zu: %s", path, at,
+                                strerror(e));
+        }
+        at += parts[k].size;
+    }
+    if (close(fd) != 0) return tf_error_set(err, TF_ERR_RUNTIME, "cannot write %s: %s", path, strerror(errno));
+    return TF_OK;
+}
+
+static const char *kind_of(mode_t m)
+{
+    return S_ISDIR(m) ? "a folder" : S_ISBLK(m) ? "a block device" : S_ISSOCK(m) ? "a socket" : "not a regular file";
+}
+
+static tf_status write_replacing(const char *path, const tf_file_part *parts, size_t n, tf_error *err);
+
 tf_status tf_file_write_atomic(const char *path, const tf_file_part *parts, size_t n, tf_error *err)
 {
     if (!path || !path[0]) return tf_error_set(err, TF_ERR_USAGE, "tf_file_write_atomic: no path");
+    struct stat sb;
+    if (lstat(path, &sb) != 0) return write_replacing(path, parts, n, err); /* a new file */
+    if (S_ISREG(sb.st_mode)) return write_replacing(path, parts, n, err);
+    if (S_ISLNK(sb.st_mode)) {
+        /* replace what the link points to, never the link */
+        if (stat(path, &sb) != 0)
+            return tf_error_set(err, TF_ERR_RUNTIME, "cannot write %s: it is a symbolic link to a missing file", path);
+        if (S_ISREG(sb.st_mode)) {
+            char *target = realpath(path, NULL);
+            if (!target)
+                return tf_error_set(err, TF_ERR_RUNTIME, "cannot write %s: cannot resolve the symbolic link: %s", path,
+                                    strerror(errno));
+            tf_status st = write_replacing(target, parts, n, err);
+            free(target);
+            return st;
+        }
+    }
+    if (S_ISCHR(sb.st_mode) || S_ISFIFO(sb.st_mode)) return write_through(path, parts, n, err);
+    return tf_error_set(err, TF_ERR_RUNTIME, "cannot write %s: it is %s; not replacing it", path, kind_of(sb.st_mode));
+}
+
+/* A regular file (or none yet) at path: temp file, fsync, rename, fsync the folder. */
+static tf_status write_replacing(const char *path, const tf_file_part *parts, size_t n, tf_error *err)
+{
     size_t tlen = strlen(path) + 32;
     char *tmp = malloc(tlen);
     if (!tmp) return tf_error_set(err, TF_ERR_RUNTIME, "%s: out of memory", path);

@@ -733,6 +733,8 @@ tf_status tf_launch_train(const tf_plan *plan, int argc, char **argv, tf_error *
         return tf_error_set(err, TF_ERR_CONFIG, "%s: %s started %d ranks, but comm.world_size is %d",
                             tf_cfg_where(cs, "world_size"), e.source, e.size, world);
     tf_status st = tf_launch_check_devices(plan, err);
+    /* overwrite_output_dir, once per job: by the launcher, or by rank 0 of an external launch */
+    if (!st && (!external || e.rank == 0)) st = tf_output_dir_check(&plan->training, err);
     if (st) return st;
     if (!cvt) {
         tf_worker w = tf_worker_single();

@@ -69,8 +69,7 @@ void tf_progress_end(tf_progress *p)
 
 tf_status tf_open_log(tf_trainer *t, tf_error *err)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/log.jsonl", t->output_dir);
+    const char *path = t->log_path; /* tf_output_dir_prepare chose it */
     /* a resumed run appends to its log; a fresh one starts it over */
     const char *mode = t->args->resume_from_checkpoint ? "a" : "w";
     t->log = fopen(path, mode);
@@ -172,12 +171,12 @@ static json_t *tfcore_section(tf_trainer *t)
     return x;
 }
 
-/* output_dir/results.json = text + newline, atomically; frees text */
-static tf_status write_results_text(tf_trainer *t, char *text, tf_error *err)
+/* dir/results.json = text + newline, atomically; frees text */
+static tf_status write_results_text(const char *dir, char *text, tf_error *err)
 {
     if (!text) return tf_error_set(err, TF_ERR_RUNTIME, "out of memory writing results");
     char path[4096];
-    snprintf(path, sizeof path, "%s/results.json", t->output_dir);
+    snprintf(path, sizeof path, "%s/results.json", dir);
     size_t len = strlen(text);
     char *withnl = malloc(len + 2);
     tf_status st;
@@ -188,15 +187,14 @@ static tf_status write_results_text(tf_trainer *t, char *text, tf_error *err)
         withnl[len] = '\n';
         withnl[len + 1] = '\0';
         st = tf_file_write_text_atomic(path, withnl, err);
-        if (!st) tf_info("wrote %s", path);
     }
     free(withnl);
     free(text);
     return st;
 }
 
-tf_status tf_write_results(tf_trainer *t, double runtime, double samples, double steps, double train_loss,
-                           double epoch, const tf_metrics *eval, tf_error *err)
+tf_status tf_write_results(tf_trainer *t, const char *dir, double runtime, double samples, double steps,
+                           double train_loss, double epoch, const tf_metrics *eval, tf_error *err)
 {
     json_t *o = json_object();
     json_object_set_new(o, "train_runtime", json_real(runtime));
@@ -213,7 +211,7 @@ tf_status tf_write_results(tf_trainer *t, double runtime, double samples, double
                     "'train_loss': %.4f, 'epoch': %.1f}\n",
             runtime, runtime > 0 ? samples / runtime : 0, runtime > 0 ? steps / runtime : 0, train_loss, epoch);
     json_decref(o);
-    return write_results_text(t, text, err);
+    return write_results_text(dir, text, err);
 }
 
 tf_status tf_write_eval_results(tf_trainer *t, const tf_metrics *eval, tf_error *err)
@@ -223,5 +221,5 @@ tf_status tf_write_eval_results(tf_trainer *t, const tf_metrics *eval, tf_error 
     json_object_set_new(o, "tfcore", tfcore_section(t));
     char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
     json_decref(o);
-    return write_results_text(t, text, err);
+    return write_results_text(t->output_dir, text, err);
 }

@@ -11,6 +11,7 @@
 #include "sampler.h"
 #include "trainer.h"
 #include "trainer_internal.h"
+#include "tfcore/file.h"
 #include "tfcore/log.h"
 
 const char *const tf_phase_name[TF_PHASE_COUNT] = {"data", "forward", "backward", "comm",
@@ -196,6 +197,7 @@ tf_status tf_trainer_setup(tf_trainer *t, const tf_plan *plan, const tf_worker *
     t->w = *w;
     t->rank = w->rank;
     t->world = w->world;
+    t->last_eval_step = -1;
     if (!(t->output_dir = strdup(t->args->output_dir))) return tf_error_set(err, TF_ERR_RUNTIME, "out of memory");
     const tf_training_args *a = t->args;
     tf_config *cfg = plan->cfg;
@@ -278,6 +280,8 @@ void tf_trainer_teardown(tf_trainer *t)
     if (t->prec) t->pvt->destroy(t->prec);
     if (t->be) t->bvt->close(t->be);
     free(t->segs);
+    free(t->best_checkpoint);
+    free(t->log_path);
     free(t->output_dir);
 }
 
@@ -525,20 +529,39 @@ static tf_status run_loop(tf_trainer *t, tf_error *err)
     /* Trainer's speed metrics: samples = len(dataset) * epochs, or steps * global batch under max_steps */
     double samples = a->max_steps > 0 ? (double)sp.max_steps * (double)sp.total_train_batch_size
                                       : (double)rows * (double)sp.num_train_epochs;
+    if (a->load_best_model_at_end) {
+        bool loaded = false;
+        if ((st = tf_trainer_load_best(t, &loaded, err))) goto out;
+        /* results.json's eval_* describe the final model, as run_glue's evaluate() after train() */
+        if (loaded && a->eval_strategy != TF_STRATEGY_NO &&
+            (st = tf_trainer_evaluate(t, epochs_done, NULL, err)))
+            goto out;
+    }
     tf_metrics final_eval = {0};
     bool have_eval = false;
     if (a->eval_strategy != TF_STRATEGY_NO && t->last_eval.n > 0) {
         final_eval = t->last_eval;
         have_eval = true;
     }
-    double t0 = tf_now();
     if (t->rank == 0) {
-        if ((st = t->mvt->save(t->model, t->output_dir, err))) goto out;
+        /* the model and results.json go in as one set (trainer_output_dir.c) */
+        double t0 = tf_now();
+        char set_dir[4200];
+        if ((st = tf_output_dir_final_begin(t, set_dir, sizeof set_dir, err))) goto out;
+        st = t->mvt->save(t->model, set_dir, err);
+        t->phase[TF_PHASE_SAVE] += tf_now() - t0;
+        if (!st)
+            st = tf_write_results(t, set_dir, runtime, samples, (double)sp.max_steps,
+                                  t->global_step ? t->total_loss / (double)t->global_step : 0, epochs_done,
+                                  have_eval ? &final_eval : NULL, err);
+        if (st) { /* an incomplete set never goes in */
+            tf_error ignore;
+            tf_file_remove_tree(set_dir, &ignore);
+            goto out;
+        }
+        if ((st = tf_output_dir_final_commit(t, set_dir, err))) goto out;
+        tf_info("wrote the final model and %s/results.json", t->output_dir);
     }
-    t->phase[TF_PHASE_SAVE] += tf_now() - t0;
-    if (t->rank == 0)
-        st = tf_write_results(t, runtime, samples, (double)sp.max_steps, t->global_step ? t->total_loss / (double)t->global_step : 0,
-                              epochs_done, have_eval ? &final_eval : NULL, err);
 out:
     tf_sampler_free(&s);
     return st;
@@ -560,7 +583,7 @@ static tf_status evaluate_only(tf_trainer *t, tf_error *err)
 tf_status tf_trainer_run(tf_trainer *t, tf_error *err)
 {
     tf_status st = TF_OK;
-    if (t->rank == 0) st = tf_mkdirs(t->output_dir, err);
+    if (t->rank == 0) st = tf_output_dir_prepare(t, err);
     if (!st && t->rank == 0) st = tf_open_log(t, err);
     if (!st) st = t->args->do_train ? run_loop(t, err) : evaluate_only(t, err);
     return st;

@@ -86,8 +86,15 @@ typedef struct tf_trainer {
     int64_t skipped_steps;
     tf_training_plan steps;   /* the step counts Trainer derives */
     tf_metrics last_eval;     /* the latest evaluation's metrics (eval_loss first, except QA) */
+    int64_t last_eval_step;   /* the global_step last_eval was taken at (-1: none yet) */
+    /* Trainer's state.best_metric / state.best_model_checkpoint: tracked at
+     * each save that follows an evaluation when metric_for_best_model is set */
+    bool have_best;
+    double best_metric;
+    char *best_checkpoint;    /* "output_dir/checkpoint-N" (strdup'ed) */
 
-    FILE *log;                /* output_dir/log.jsonl */
+    FILE *log;                /* output_dir/log.jsonl (log.jsonl.new while a previous run's log is kept) */
+    char *log_path;
     char *output_dir;
 } tf_trainer;
 

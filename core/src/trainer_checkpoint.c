@@ -4,9 +4,13 @@
  * (config.json, model.safetensors, vocab.txt: the model plugin's save) and
  * what tfcore needs to continue exactly: optimizer.safetensors (the AdamW
  * moments, flat, as the model's parameter buffer) and trainer_state.json
- * (steps, loss so far, loss-scaler state). It is written into
- * checkpoint-N.tmp and renamed into place, so a crash never leaves a
- * half-written checkpoint-N. */
+ * (steps, loss so far, loss-scaler state, Trainer's best_metric and
+ * best_model_checkpoint). It is written into checkpoint-N.tmp and renamed
+ * into place; an existing checkpoint-N is renamed aside first and removed
+ * only once the new one is in place (tf_file_replace_dir), and rotation
+ * removes with tf_file_remove_tree (renamed aside first, links never
+ * followed), so no crash or failure leaves a half-written or half-deleted
+ * folder under a checkpoint's name. */
 #include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
@@ -23,26 +27,6 @@
 
 #define STATE_FILE "trainer_state.json"
 #define OPTIM_FILE "optimizer.safetensors"
-
-/* rm -r of a checkpoint folder we made: regular files one level deep. */
-static void remove_tree(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (!d) return;
-    struct dirent *e;
-    char path[8400];
-    while ((e = readdir(d))) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        struct stat sb;
-        if (lstat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
-            remove_tree(path);
-        else
-            unlink(path);
-    }
-    closedir(d);
-    rmdir(dir);
-}
 
 /* The flat f32 backend buffer src[n] to host memory. */
 static tf_status download(tf_trainer *t, const float *src, float *dst, size_t n, tf_error *err)
@@ -85,6 +69,11 @@ static tf_status write_state(tf_trainer *t, const char *dir, double epoch, tf_er
                           (json_int_t)t->skipped_steps, "num_parameters", (json_int_t)t->buf.n, "scaler", "scale",
                           sc.scale, "good_steps", (json_int_t)sc.good_steps, "skipped_steps",
                           (json_int_t)sc.skipped_steps);
+    if (o) { /* Trainer's names; null until a best is known */
+        json_object_set_new(o, "best_metric", t->have_best ? json_real(t->best_metric) : json_null());
+        json_object_set_new(o, "best_model_checkpoint",
+                            t->have_best ? json_string(t->best_checkpoint) : json_null());
+    }
     char *text = o ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17)) : NULL;
     json_decref(o);
     if (!text) return tf_error_set(err, TF_ERR_RUNTIME, "out of memory writing the trainer state");
@@ -128,6 +117,85 @@ static size_t list_checkpoints(const char *dir, long long **steps)
     return n;
 }
 
+/* Trainer._save_checkpoint: with metric_for_best_model set, the evaluation
+ * taken at this step decides whether dir becomes the best checkpoint. */
+static tf_status track_best(tf_trainer *t, const char *dir, tf_error *err)
+{
+    const char *want = t->args->metric_for_best_model;
+    if (!want || t->last_eval_step != t->global_step) return TF_OK;
+    char name[TF_METRIC_NAME_MAX + 8];
+    snprintf(name, sizeof name, "%s%s", strncmp(want, "eval_", 5) == 0 ? "" : "eval_", want);
+    const tf_metrics *m = &t->last_eval;
+    int k = 0;
+    while (k < m->n && strcmp(m->name[k], name) != 0) k++;
+    if (k == m->n) {
+        char have[512] = "";
+        size_t len = 0;
+        for (int i = 0; i < m->n && len < sizeof have - 64; i++)
+            len += (size_t)snprintf(have + len, sizeof have - len, "%s%s", i ? ", " : "", m->name[i]);
+        return tf_error_set(err, TF_ERR_CONFIG,
+                            "training.metric_for_best_model '%s': the evaluation has no '%s' (it has %s)", want, name,
+                            have);
+    }
+    double v = m->value[k];
+    bool greater = t->args->greater_is_better == TF_TRUE;
+    if (!t->have_best || (greater ? v > t->best_metric : v < t->best_metric)) {
+        char *copy = strdup(dir);
+        if (!copy) return tf_error_set(err, TF_ERR_RUNTIME, "out of memory");
+        free(t->best_checkpoint);
+        t->best_checkpoint = copy;
+        t->best_metric = v;
+        t->have_best = true;
+    }
+    return TF_OK;
+}
+
+/* Remove output_dir/checkpoint-<step>: a link is removed as a link, and says so. */
+static tf_status remove_checkpoint(tf_trainer *t, long long step, tf_error *err)
+{
+    char old[4096];
+    snprintf(old, sizeof old, "%s/checkpoint-%lld", t->output_dir, step);
+    struct stat sb;
+    if (lstat(old, &sb) == 0 && S_ISLNK(sb.st_mode))
+        tf_warn("%s is a symbolic link: removing the link only, never what it points to", old);
+    tf_info("deleting older checkpoint %s (save_total_limit)", old);
+    return tf_file_remove_tree(old, err);
+}
+
+/* The position of the best checkpoint in steps[n], or -1. */
+static long best_index(const tf_trainer *t, const long long *steps, size_t n)
+{
+    if (!t->have_best) return -1;
+    for (size_t i = 0; i < n; i++) {
+        char p[4096];
+        snprintf(p, sizeof p, "%s/checkpoint-%lld", t->output_dir, steps[i]);
+        if (strcmp(p, t->best_checkpoint) == 0) return (long)i;
+    }
+    return -1;
+}
+
+/* Trainer._rotate_checkpoints over _sorted_checkpoints: oldest first, but the
+ * best checkpoint is moved next to the newest so it is deleted last; with
+ * save_total_limit = 1 and a best that is not the newest, two are kept. */
+static tf_status rotate(tf_trainer *t, tf_error *err)
+{
+    long long limit = t->args->save_total_limit;
+    if (limit <= 0) return TF_OK;
+    long long *steps;
+    size_t n = list_checkpoints(t->output_dir, &steps);
+    long b = best_index(t, steps, n);
+    for (long i = b; b >= 0 && i + 2 < (long)n; i++) {
+        long long x = steps[i];
+        steps[i] = steps[i + 1];
+        steps[i + 1] = x;
+    }
+    if (b >= 0 && limit == 1 && b != (long)n - 1) limit = 2;
+    tf_status st = TF_OK;
+    for (size_t i = 0; !st && n > (size_t)limit && i < n - (size_t)limit; i++) st = remove_checkpoint(t, steps[i], err);
+    free(steps);
+    return st;
+}
+
 tf_status tf_trainer_save_checkpoint(tf_trainer *t, double epoch, tf_error *err)
 {
     if (t->rank != 0) return TF_OK;
@@ -135,33 +203,22 @@ tf_status tf_trainer_save_checkpoint(tf_trainer *t, double epoch, tf_error *err)
     char dir[4096], tmp[4200];
     snprintf(dir, sizeof dir, "%s/checkpoint-%lld", t->output_dir, (long long)t->global_step);
     snprintf(tmp, sizeof tmp, "%s.tmp", dir);
-    remove_tree(tmp);
-    tf_status st = tf_mkdirs(tmp, err);
+    tf_status st = tf_file_remove_tree(tmp, err);
+    if (!st) st = tf_mkdirs(tmp, err);
     if (!st) st = t->mvt->save(t->model, tmp, err);
     if (!st) st = write_optimizer(t, tmp, err);
+    if (!st) st = track_best(t, dir, err);
     if (!st) st = write_state(t, tmp, epoch, err);
     if (st) {
-        remove_tree(tmp);
+        tf_error ignore;
+        tf_file_remove_tree(tmp, &ignore);
         tf_error_prefix(err, "saving %s", dir);
         return st;
     }
-    remove_tree(dir); /* a rerun into the same output_dir */
-    if (rename(tmp, dir) != 0) {
-        remove_tree(tmp);
-        return tf_error_set(err, TF_ERR_RUNTIME, "cannot rename %s to %s: %s", tmp, dir, strerror(errno));
-    }
+    /* a rerun into the same output_dir: the old checkpoint-N goes only once the new one is in */
+    if ((st = tf_file_replace_dir(tmp, dir, err))) return st;
     tf_info("saved %s", dir);
-    long long limit = t->args->save_total_limit;
-    if (limit > 0) {
-        long long *steps;
-        size_t n = list_checkpoints(t->output_dir, &steps);
-        for (size_t i = 0; n > (size_t)limit && i < n - (size_t)limit; i++) {
-            char old[4096];
-            snprintf(old, sizeof old, "%s/checkpoint-%lld", t->output_dir, steps[i]);
-            remove_tree(old);
-        }
-        free(steps);
-    }
+    if ((st = rotate(t, err))) return st;
     t->phase[TF_PHASE_SAVE] += tf_now() - t0;
     return TF_OK;
 }
@@ -215,8 +272,27 @@ static tf_status load_state(tf_trainer *t, const char *dir, tf_error *err)
     char path[8400];
     snprintf(path, sizeof path, "%s/%s", dir, STATE_FILE);
     tf_trainer_state s;
-    tf_status st = tf_trainer_state_read(path, &s, NULL, err);
+    json_t *o = NULL;
+    tf_status st = tf_trainer_state_read(path, &s, &o, err);
     if (st) return st;
+    /* Trainer's best_metric / best_model_checkpoint (absent in older checkpoints) */
+    json_t *bm = json_object_get(o, "best_metric"), *bc = json_object_get(o, "best_model_checkpoint");
+    if (json_is_number(bm) && json_is_string(bc)) {
+        char *copy = strdup(json_string_value(bc));
+        if (!copy) {
+            json_decref(o);
+            return tf_error_set(err, TF_ERR_RUNTIME, "out of memory");
+        }
+        free(t->best_checkpoint);
+        t->best_checkpoint = copy;
+        t->best_metric = json_number_value(bm);
+        t->have_best = true;
+    } else if ((bm && !json_is_null(bm) && !json_is_number(bm)) || (bc && !json_is_null(bc) && !json_is_string(bc))) {
+        json_decref(o);
+        return tf_error_set(err, TF_ERR_DATA, "%s: best_metric must be a number and best_model_checkpoint a string",
+                            path);
+    }
+    json_decref(o);
     if (s.num_parameters != (int64_t)t->buf.n)
         return tf_error_set(err, TF_ERR_DATA, "%s: the checkpoint has %lld parameters, this model %zu", path,
                             (long long)s.num_parameters, t->buf.n);
@@ -253,4 +329,39 @@ tf_status tf_trainer_resume(tf_trainer *t, tf_error *err)
                             (long long)t->global_step, (long long)t->steps.max_steps);
     tf_info("resumed from %s at step %lld", dir, (long long)t->global_step);
     return TF_OK;
+}
+
+tf_status tf_trainer_load_best(tf_trainer *t, bool *loaded, tf_error *err)
+{
+    *loaded = false;
+    int32_t flag = 0;
+    tf_status st = TF_OK;
+    if (t->rank == 0 && t->have_best) {
+        char path[8400];
+        snprintf(path, sizeof path, "%s/model.safetensors", t->best_checkpoint);
+        if (access(path, F_OK) != 0) {
+            /* as Trainer._load_best_model: a warning, and the last model stays */
+            tf_warn("load_best_model_at_end: cannot find the best model at %s: %s; keeping the last model", path,
+                    strerror(errno));
+        } else if (!(st = load_params(t, t->best_checkpoint, err))) {
+            tf_info("loaded the best model from %s (%s = %g)", t->best_checkpoint, t->args->metric_for_best_model,
+                    t->best_metric);
+            flag = 1;
+        }
+    }
+    if (st) return st;
+    if ((st = tf_trainer_broadcast_host(t, &flag, 1, TF_DTYPE_I32, 0, err))) return st;
+    if (!flag) return TF_OK;
+    if ((st = tf_trainer_broadcast_params(t, err))) return st;
+    *loaded = true;
+    /* Trainer.train's end: save_total_limit = 1 keeps the best checkpoint only */
+    if (t->rank == 0 && t->args->save_total_limit == 1) {
+        long long *steps;
+        size_t n = list_checkpoints(t->output_dir, &steps);
+        long b = best_index(t, steps, n);
+        for (size_t i = 0; !st && b >= 0 && i < n; i++)
+            if ((long)i != b) st = remove_checkpoint(t, steps[i], err);
+        free(steps);
+    }
+    return st;
 }

@@ -119,6 +119,7 @@ tf_status tf_trainer_evaluate(tf_trainer *t, double epoch, tf_metrics *out, tf_e
     tf_metrics_add(&m, "eval_steps_per_second", (double)batches / runtime);
     if (!isnan(epoch)) tf_metrics_add(&m, "epoch", epoch); /* NaN: no training (the Trainer has no epoch then) */
     t->last_eval = m;
+    t->last_eval_step = t->global_step;
     if (out) *out = m;
     t->phase[TF_PHASE_EVAL] += runtime;
     if (t->rank == 0) tf_log_metrics(t, &m, t->global_step);

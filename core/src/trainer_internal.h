@@ -19,7 +19,7 @@ tf_status tf_mkdirs(const char *path, tf_error *err);
  * the caller still calls tf_trainer_teardown. */
 tf_status tf_trainer_setup(tf_trainer *t, const tf_plan *plan, const tf_worker *w, tf_error *err);
 void tf_trainer_teardown(tf_trainer *t);
-/* Rank 0 creates output_dir and opens log.jsonl; then the training loop. */
+/* Rank 0 prepares output_dir and opens the log; then the training loop. */
 tf_status tf_trainer_run(tf_trainer *t, tf_error *err);
 
 /* --- the trainer's collectives (trainer_comm.c); no-ops for a single worker - */
@@ -67,6 +67,28 @@ tf_status tf_trainer_save_checkpoint(tf_trainer *t, double epoch, tf_error *err)
  * trainer state from it so the run continues exactly where it stopped. */
 tf_status tf_trainer_resume(tf_trainer *t, tf_error *err);
 
+/* Train the best checkpoint's parameters back in when load_best_model_at_end
+ * asks (every rank takes part); then save_total_limit = 1 keeps only the best
+ * checkpoint, as Trainer.train does at its end. *loaded: whether it did. */
+tf_status tf_trainer_load_best(tf_trainer *t, bool *loaded, tf_error *err);
+
+/* --- output_dir (trainer_output_dir.c) ------------------------------------ */
+
+/* Trainer's overwrite_output_dir: an output_dir that already holds a
+ * previous run (results.json, log.jsonl, model.safetensors or a
+ * checkpoint-N) is refused unless overwrite_output_dir or
+ * resume_from_checkpoint is set. Called by the launcher before any worker. */
+tf_status tf_output_dir_check(const tf_training_args *a, tf_error *err);
+/* Rank 0 at the start: create output_dir, tidy what an interrupted run left
+ * (aside folders, checkpoint-N.tmp, a final set half moved in), and choose
+ * t->log_path (log.jsonl.new while a previous run's log.jsonl is kept). */
+tf_status tf_output_dir_prepare(tf_trainer *t, tf_error *err);
+/* The final model and results.json are written into set_dir
+ * (output_dir/.final-set.tmp-<pid>, created empty by _begin) and put in
+ * place as one set by _commit (this run's log.jsonl.new joins the set). */
+tf_status tf_output_dir_final_begin(tf_trainer *t, char *set_dir, size_t cap, tf_error *err);
+tf_status tf_output_dir_final_commit(tf_trainer *t, const char *set_dir, tf_error *err);
+
 /* --- output: log.jsonl, results.json, the progress line ------------------ */
 
 typedef struct tf_progress {
@@ -90,10 +112,11 @@ tf_status tf_log_resume_trim(tf_trainer *t, tf_error *err);
 void tf_log_step(tf_trainer *t, tf_progress *p, double loss, double grad_norm, double lr, double epoch);
 /* A metrics dict (evaluation) into log.jsonl and on stderr. */
 void tf_log_metrics(tf_trainer *t, const tf_metrics *m, int64_t step);
-/* do_train = false: results.json with the evaluation's metrics (no train_* keys) */
+/* do_train = false: output_dir/results.json with the evaluation's metrics (no train_* keys) */
 tf_status tf_write_eval_results(tf_trainer *t, const tf_metrics *eval, tf_error *err);
-tf_status tf_write_results(tf_trainer *t, double runtime, double samples, double steps, double train_loss,
-                           double epoch, const tf_metrics *eval, tf_error *err);
+/* results.json into folder dir. */
+tf_status tf_write_results(tf_trainer *t, const char *dir, double runtime, double samples, double steps,
+                           double train_loss, double epoch, const tf_metrics *eval, tf_error *err);
 
 /* Peak resident memory of this process, in MiB. */
 double tf_peak_rss_mb(void);

@@ -47,7 +47,9 @@ typedef enum tf_tristate { TF_UNSET = -1, TF_FALSE = 0, TF_TRUE = 1 } tf_tristat
 typedef struct tf_training_args {
     /* where and what */
     char *output_dir;           /* default "runs/<config stem>" (4.46: required) */
-    bool overwrite_output_dir;  /* false */
+    bool overwrite_output_dir;  /* false: a run into an output_dir holding a previous run is
+                                   refused unless this or resume_from_checkpoint is set
+                                   (tf_output_dir_check; transformers' example scripts' rule) */
     bool do_train;              /* true (4.46: false); false: evaluate the model as loaded, no training */
     bool do_eval;               /* false, forced true when eval_strategy != no (as 4.46) */
     char *resume_from_checkpoint; /* NULL: start fresh */
@@ -85,7 +87,8 @@ typedef struct tf_training_args {
     tf_interval_strategy save_strategy;    /* "steps" */
     double save_steps;                     /* 500 */
     long long save_total_limit;            /* 0 = None: keep every checkpoint */
-    bool load_best_model_at_end;           /* false */
+    bool load_best_model_at_end;           /* false; the best checkpoint becomes the final model
+                                              (trainer_checkpoint.c, as Trainer) */
     char *metric_for_best_model; /* NULL; "loss" when load_best_model_at_end */
     tf_tristate greater_is_better; /* unset; from metric_for_best_model when that is set */
 

@@ -75,7 +75,7 @@ model = {{ plugin = "bert"; pretrained = "{model_dir}"; task = "classification";
           hidden_dropout_prob = 0.0; attention_probs_dropout_prob = 0.0; }};
 data = {{ plugin = "imdb"; path = "{train}"; eval_path = "{evalf}"; max_length = 64; }};
 backend = {{ plugin = "cpu"; }};
-training = {{ output_dir = "{out}"; max_steps = 8; per_device_train_batch_size = 16;
+training = {{ output_dir = "{out}"; overwrite_output_dir = true; max_steps = 8; per_device_train_batch_size = 16;
   per_device_eval_batch_size = 8; learning_rate = 3e-3; warmup_steps = 2; weight_decay = 0.01;
   max_grad_norm = 1.0; logging_steps = 1; eval_strategy = "no"; save_strategy = "no"; seed = 7; }};
 """)
