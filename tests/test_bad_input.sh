@@ -47,7 +47,8 @@ expect 3 "fifo: not a regular file \(fifo\)" "$tfcore" -c "$tmp/fifo" --dry-run
 expect 3 "$tmp: not a regular file \(directory\)" "$tfcore" -c "$tmp" --dry-run
 data_cfg() { # DATA-SECTION [MODEL-KEYS]
     printf 'model = { plugin = "bert"; preset = "bert-tiny"; %s };\ndata = { %s };\n' "${2:-}" "$1"
-    printf 'training = { output_dir = "%s/run"; max_steps = 1; };\n' "$tmp"
+    # the tiny run's folder: these runs must stop at their input, not at overwrite_output_dir
+    printf 'training = { output_dir = "%s/run"; max_steps = 1; overwrite_output_dir = true; };\n' "$tmp"
 }
 printf 'review,sentiment\n"good",positive\n' >"$tmp/x.csv"
 data_cfg "plugin = \"imdb\"; path = \"$tmp/fifo.csv\"; vocab_file = \"$vocab\";" >"$tmp/d1.cfg"

@@ -19,7 +19,12 @@
 #   - scripts/gpu-run.sh stops at once: no GPU here; and, faking a GPU
 #     (nvidia-smi stub, backend-cuda reported usable), runs every step to
 #     its own line and log without tripping over the script;
-#   - the size: printed, and at most 56 MiB (the GPU machine takes 64 MiB).
+#   - the size: printed; for the real recipe's bundle ($GPU_BUNDLE:
+#     CUDA_ARCHS=90), at most 56 MiB unpacked, so even the folder fits the
+#     64 MiB the GPU machine takes (the .tar.xz that docs/GPU.md carries is
+#     about 7 MiB). A bundle packed from this build tree holds whatever
+#     architectures it was configured for (80;90 by default: larger), so its
+#     size is only printed.
 # Skips (77) when backend-cuda is not built (no nvcc) or patchelf is missing.
 set -u
 : "${top_builddir:?}" "${top_srcdir:?}"
@@ -69,7 +74,9 @@ cp -a "$tmp/made" "$b"
 rm -rf "$tmp/made"
 mib=$(du -sb "$b" | awk '{printf "%.1f", $1 / 1048576}')
 echo "bundle: $mib MiB, $(find "$b" -type f | wc -l) files"
-if awk -v m="$mib" 'BEGIN {exit !(m <= 56)}'; then ok; else bad "the bundle is $mib MiB, more than 56 MiB"; fi
+if [ -n "${GPU_BUNDLE:-}" ]; then
+    if awk -v m="$mib" 'BEGIN {exit !(m <= 56)}'; then ok; else bad "the bundle is $mib MiB, more than 56 MiB"; fi
+fi
 
 # run CMD... in the copy with only env.sh's environment
 inb() { env -i HOME="$HOME" PATH=/usr/bin:/bin TMPDIR=/tmp bash -c '. "$0/env.sh" && "$@"' "$b" "$@"; }
