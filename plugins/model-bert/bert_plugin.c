@@ -72,7 +72,8 @@ static void fill_info(tf_model *m)
     i->vocab_file = NULL;
     i->do_lower_case = true;
     if (c->pretrained[0]) {
-        snprintf(m->source, sizeof m->source, "pretrained %s", c->pretrained);
+        if (c->hub_name[0]) snprintf(m->source, sizeof m->source, "pretrained %s", c->hub_name);
+        else snprintf(m->source, sizeof m->source, "pretrained %s", c->pretrained);
         snprintf(m->vocab_file, sizeof m->vocab_file, "%s/vocab.txt", c->pretrained);
         /* anything there is the vocabulary: its reader refuses a FIFO or a folder by name */
         struct stat sb;
