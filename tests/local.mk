@@ -38,6 +38,9 @@ TESTS += tests/test_train.sh
 EXTRA_DIST += tests/test_train.sh
 TESTS += tests/test_bad_input.sh
 EXTRA_DIST += tests/test_bad_input.sh
+# models by Hugging Face name against a loopback hub (tests/hub_server.py)
+TESTS += tests/test_hub.sh
+EXTRA_DIST += tests/test_hub.sh tests/hub_server.py tests/hub_fixture.py
 
 # test_plugin_template.sh installs the build tree into a DESTDIR, and libtool
 # relinks the plugins in their .libs while it does: run it after every other
