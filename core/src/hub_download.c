@@ -29,10 +29,6 @@
 #include "hub_internal.h"
 #include "tfcore/log.h"
 
-#ifndef PACKAGE_VERSION
-#include "config.h"
-#endif
-
 #ifndef TF_HAVE_LIBCURL
 
 bool tf_hub_can_download(void) { return false; }
@@ -53,6 +49,10 @@ tf_status hub_fetch_file(const hub_env *env, const char *repo, const char *stora
 #include <curl/curl.h>
 #include <openssl/evp.h>
 #include <pthread.h>
+
+#ifndef PACKAGE_VERSION
+#include "config.h"
+#endif
 
 bool tf_hub_can_download(void) { return true; }
 
