@@ -41,7 +41,7 @@ unset HF_TOKEN HF_TOKEN_PATH HF_HUB_CACHE HUGGINGFACE_HUB_CACHE HF_HUB_OFFLINE T
 export HF_HOME="$tmp/hfhome" TFCORE_LOG=warn TFCORE_HUB_TIMEOUT_S=5 TFCORE_HUB_RETRIES=2
 export HF_HUB_DISABLE_TELEMETRY=1 HF_HUB_DISABLE_PROGRESS_BARS=1 PYTHONDONTWRITEBYTECODE=1
 
-"$py" "$top_srcdir/tests/hub_fixture.py" "$tmp/root" >"$tmp/fixture.out" 2>&1 \
+timeout 300 "$py" "$top_srcdir/tests/hub_fixture.py" "$tmp/root" >"$tmp/fixture.out" 2>&1 \
     || { cat "$tmp/fixture.out"; echo "FAIL: cannot make the fixture"; exit 1; }
 sha=$("$py" -c "import hashlib,sys; print(hashlib.sha256(open(sys.argv[1],'rb').read()).hexdigest())" \
       "$tmp/root/org/tiny-bert/model.safetensors")
@@ -63,7 +63,7 @@ stop_server() { kill "$server_pid" 2>/dev/null; wait "$server_pid" 2>/dev/null; 
 # dl CACHE ARGS...: tfcore download against $endpoint into CACHE; stdout/stderr in $tmp/out, $tmp/err
 dl() {
     c=$1; shift
-    HF_ENDPOINT="$endpoint" HF_HUB_CACHE="$c" "$tfcore" download "$@" >"$tmp/out" 2>"$tmp/err"
+    HF_ENDPOINT="$endpoint" HF_HUB_CACHE="$c" timeout 60 "$tfcore" download "$@" >"$tmp/out" 2>"$tmp/err"
 }
 one_line() { # one_line WHAT PATTERN: stderr is exactly one line matching PATTERN
     if [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "$2" "$tmp/err"; then ok; else
@@ -79,7 +79,7 @@ if [ $rc -eq 77 ] || grep -q "without libcurl" "$tmp/err"; then
     echo "SKIP: this tfcore was built without libcurl (hub downloads disabled)"; exit 77; fi
 [ $rc -eq 0 ] && ok || { bad "download rc $rc"; cat "$tmp/err"; }
 snap1=$(cat "$tmp/out")
-HF_ENDPOINT="$endpoint" HF_HUB_CACHE="$tmp/c2" "$py" -c "
+HF_ENDPOINT="$endpoint" HF_HUB_CACHE="$tmp/c2" timeout 120 "$py" -c "
 from huggingface_hub import snapshot_download
 print(snapshot_download('org/tiny-bert'))" >"$tmp/py.out" 2>"$tmp/py.err" && ok \
     || { bad "huggingface_hub snapshot_download"; cat "$tmp/py.err"; }
@@ -123,14 +123,14 @@ training = { max_steps = 2; per_device_train_batch_size = 8; per_device_eval_bat
              learning_rate = 1e-3; logging_steps = 1; save_strategy = "no"; };
 CFG
 HF_HUB_OFFLINE=1 HF_ENDPOINT=http://127.0.0.1:9 HF_HUB_CACHE="$tmp/c2" \
-    "$tfcore" -c "$tmp/run.cfg" -o training.output_dir="$tmp/run" >"$tmp/run.out" 2>&1 \
+    timeout 120 "$tfcore" -c "$tmp/run.cfg" -o training.output_dir="$tmp/run" >"$tmp/run.out" 2>&1 \
     && [ -s "$tmp/run/results.json" ] && ok || { bad "offline run from huggingface_hub's cache"; cat "$tmp/run.out"; }
 TRANSFORMERS_OFFLINE=1 HF_ENDPOINT=http://127.0.0.1:9 HF_HUB_CACHE="$tmp/c2" \
-    "$tfcore" -c "$tmp/run.cfg" --dry-run >"$tmp/run.out" 2>&1 && ok \
+    timeout 60 "$tfcore" -c "$tmp/run.cfg" --dry-run >"$tmp/run.out" 2>&1 && ok \
     || { bad "TRANSFORMERS_OFFLINE dry run"; cat "$tmp/run.out"; }
 
 # 3. transformers loads tfcore's cache offline, the same weights as the source
-HF_HUB_OFFLINE=1 HF_HUB_CACHE="$tmp/c1" "$py" - "$tmp/root/org/tiny-bert" >"$tmp/tf.out" 2>&1 <<'PY' \
+HF_HUB_OFFLINE=1 HF_HUB_CACHE="$tmp/c1" timeout 120 "$py" - "$tmp/root/org/tiny-bert" >"$tmp/tf.out" 2>&1 <<'PY' \
     && ok || { bad "from_pretrained from tfcore's cache"; cat "$tmp/tf.out"; }
 import sys, torch
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
@@ -202,7 +202,7 @@ stop_server
 
 # 5. two downloads at once: both succeed, the LFS body is sent once
 start_server twice --fault slow
-dl2() { HF_ENDPOINT="$endpoint" HF_HUB_CACHE="$tmp/c12" "$tfcore" download org/tiny-bert >"$tmp/out$1" 2>"$tmp/err$1"; }
+dl2() { HF_ENDPOINT="$endpoint" HF_HUB_CACHE="$tmp/c12" timeout 60 "$tfcore" download org/tiny-bert >"$tmp/out$1" 2>"$tmp/err$1"; }
 dl2 1 & p1=$!
 dl2 2 & p2=$!
 wait $p1; r1=$?
@@ -213,11 +213,11 @@ wait $p2; r2=$?
 stop_server
 
 # 6. offline with an empty cache: one line with what is missing and the fix
-HF_HUB_OFFLINE=1 HF_HUB_CACHE="$tmp/empty" "$tfcore" -c "$tmp/run.cfg" --dry-run >"$tmp/out" 2>"$tmp/err"
+HF_HUB_OFFLINE=1 HF_HUB_CACHE="$tmp/empty" timeout 60 "$tfcore" -c "$tmp/run.cfg" --dry-run >"$tmp/out" 2>"$tmp/err"
 [ $? -eq 5 ] && ok || bad "offline empty cache exit code"
 one_line "offline empty" "model 'org/tiny-bert' (revision 'main') is not in the Hugging Face cache $tmp/empty .*tfcore download org/tiny-bert"
 # model.revision with a local folder is a config error
-"$tfcore" -c "$tmp/run.cfg" -o model.pretrained="\"$tmp/root/org/tiny-bert\"" -o model.revision='"v1"' --dry-run \
+timeout 60 "$tfcore" -c "$tmp/run.cfg" -o model.pretrained="\"$tmp/root/org/tiny-bert\"" -o model.revision='"v1"' --dry-run \
     >"$tmp/out" 2>"$tmp/err"; [ $? -eq 3 ] && ok || bad "revision with a folder"
 one_line "revision with a folder" "model.revision applies to a Hugging Face name"
 

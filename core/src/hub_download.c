@@ -277,6 +277,18 @@ static size_t on_body(char *buf, size_t size, size_t nmemb, void *ud)
     return n;
 }
 
+/* 512 B, 73.0 kB, 1.2 GB */
+static const char *human(long long bytes, char *buf, size_t n)
+{
+    static const char *units[] = {"B", "kB", "MB", "GB", "TB"};
+    double v = (double)bytes;
+    int u = 0;
+    while (v >= 1000 && u < 4) v /= 1000, u++;
+    if (u == 0) snprintf(buf, n, "%lld B", bytes);
+    else snprintf(buf, n, "%.1f %s", v, units[u]);
+    return buf;
+}
+
 static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
 {
     sink *s = ud;
@@ -284,10 +296,11 @@ static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_
     if (!s->bar || t - s->last_draw < 0.2) return 0;
     s->last_draw = t;
     long long have = *s->have;
+    char a[32], b[32];
     if (s->total > 0)
-        fprintf(stderr, "\r  %-24.24s %5.1f%%  %8.1f / %.1f MB", s->name, 100.0 * (double)have / (double)s->total,
-                have / 1e6, s->total / 1e6);
-    else fprintf(stderr, "\r  %-24.24s %8.1f MB", s->name, have / 1e6);
+        fprintf(stderr, "\r  %-24.24s %5.1f%%  %9s / %s", s->name, 100.0 * (double)have / (double)s->total,
+                human(have, a, sizeof a), human(s->total, b, sizeof b));
+    else fprintf(stderr, "\r  %-24.24s %9s", s->name, human(have, a, sizeof a));
     return 0;
 }
 
