@@ -144,6 +144,22 @@ with torch.no_grad():
 PY
 stop_server
 
+# download -c: what a config names (model.pretrained at model.revision)
+start_server cfg
+commit=$(basename "$snap1")
+dl "$tmp/c1b" -c "$tmp/run.cfg" -o model.revision="\"$commit\"" && [ "$(cat "$tmp/out")" = "$tmp/c1b/$model/snapshots/$commit" ] \
+    && [ ! -e "$tmp/c1b/$model/refs" ] && ok || { bad "download -c at a commit"; cat "$tmp/err"; }
+dl "$tmp/c1c" -c "$tmp/run.cfg" -o model.pretrained="\"$tmp/root/org/tiny-bert\"" && [ ! -s "$tmp/out" ] \
+    && grep -q "is a local path: nothing to fetch" "$tmp/err" && [ ! -e "$tmp/c1c" ] && ok || bad "download -c, a folder"
+dl "$tmp/c1c" -c "$tmp/run.cfg" -o model.pretrained='"org/nope"'; [ $? -eq 5 ] && ok || bad "download -c org/nope exit code"
+one_line "download -c 404" "model.pretrained 'org/nope': HTTP 404"
+dl "$tmp/c1c" -c "$tmp/run.cfg" org/tiny-bert; [ $? -eq 2 ] && ok || bad "download -c with names is a usage error"
+# a name that is no folder here and no model on the hub: one line saying both
+HF_ENDPOINT="$endpoint" HF_HUB_CACHE="$tmp/c1c" timeout 60 "$tfcore" -c "$tmp/run.cfg" -o model.pretrained='"models/bert-x"' \
+    --dry-run >"$tmp/out" 2>"$tmp/err"; [ $? -eq 5 ] && ok || bad "missing folder / unknown name exit code"
+one_line "missing folder / unknown name" "model.pretrained 'models/bert-x' is no folder here; as a Hugging Face name: HTTP 404"
+stop_server
+
 # 4a. connection reset mid-file: resumed with Range, correct bytes
 start_server reset --fault reset
 dl "$tmp/c3" org/tiny-bert && cmp -s "$tmp/c3/$model/blobs/$sha" "$tmp/root/org/tiny-bert/model.safetensors" \

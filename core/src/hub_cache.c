@@ -282,11 +282,12 @@ static tf_status not_cached(const char *repo, const char *revision, const hub_en
     if (hub_cache_commit(storage, revision, commit)) what = "is incomplete in";
     return tf_error_set(err, TF_ERR_DATA,
                         "model '%s' (revision '%s') %s the Hugging Face cache %s (%s); fetch it "
-                        "with `tfcore download %s%s%s` on a machine with internet (same HF_HOME / "
+                        "with `tfcore download %s%s%s` on a machine with internet%s (same HF_HOME / "
                         "HF_HUB_CACHE)",
                         repo, revision, what, env->cache, why, repo,
                         strcmp(revision, "main") ? " --revision " : "",
-                        strcmp(revision, "main") ? revision : "");
+                        strcmp(revision, "main") ? revision : "",
+                        tf_hub_can_download() ? "" : " and a tfcore built with libcurl (or `huggingface-cli download`)");
 }
 
 tf_status tf_hub_resolve_model(const char *repo, const char *revision, char *folder, size_t n,

@@ -414,7 +414,8 @@ tf_status bert_config_resolve(tf_section *sec, bert_config *cfg, char ***labels,
             tf_status hs = tf_hub_resolve_model(name, revision ? revision : "main", cfg->pretrained,
                                                 sizeof cfg->pretrained, err);
             if (hs) {
-                tf_error_prefix(err, "%s: model.pretrained '%s'", tf_cfg_where(sec, "pretrained"), name);
+                tf_error_prefix(err, "%s: model.pretrained '%s' is no folder here; as a Hugging Face name",
+                                tf_cfg_where(sec, "pretrained"), name);
                 return hs;
             }
             snprintf(cfg->hub_name, sizeof cfg->hub_name, "%s", name);
