@@ -11,6 +11,7 @@
 #     relative redirect, a server gone with / without a cached copy
 #  5. two downloads of one model at once: both succeed, the blob is sent once
 #  6. offline with an empty cache: one line naming the model and the fix
+#  7. the cache folder is huggingface_hub's for HF_HUB_CACHE, HF_HOME, XDG_CACHE_HOME, HOME
 # Skipped (77) when the Python venv lacks huggingface_hub/transformers/torch
 # or tfcore was built without libcurl.
 set -u
@@ -227,6 +228,17 @@ wait $p2; r2=$?
 [ "$(grep -c "^$sha " "$tmp/twice.log")" -eq 1 ] && cmp -s "$tmp/c12/$model/blobs/$sha" "$tmp/root/org/tiny-bert/model.safetensors" \
     && ok || bad "concurrent: the blob was sent $(grep -c "^$sha " "$tmp/twice.log") times"
 stop_server
+
+# 7. the cache folder: the same as huggingface_hub's for each way of naming it
+# (read from the offline message, which names it)
+for envs in "HF_HUB_CACHE=$tmp/e/a" "HF_HOME=$tmp/e/b" "XDG_CACHE_HOME=$tmp/e/c" "HOME=$tmp/e/d" \
+            "HF_HOME=$tmp/e/b XDG_CACHE_HOME=$tmp/e/c" "HUGGINGFACE_HUB_CACHE=$tmp/e/f HF_HOME=$tmp/e/b"; do
+    # shellcheck disable=SC2086
+    want=$(env -u HF_HOME $envs HF_HUB_OFFLINE=1 "$py" -c "from huggingface_hub import constants; print(constants.HF_HUB_CACHE)")
+    # shellcheck disable=SC2086
+    env -u HF_HOME $envs HF_HUB_OFFLINE=1 timeout 60 "$tfcore" download org/tiny-bert >"$tmp/out" 2>"$tmp/err"
+    grep -q "the Hugging Face cache $want (offline" "$tmp/err" && ok || { bad "cache folder with $envs: want $want"; cat "$tmp/err"; }
+done
 
 # 6. offline with an empty cache: one line with what is missing and the fix
 HF_HUB_OFFLINE=1 HF_HUB_CACHE="$tmp/empty" timeout 60 "$tfcore" -c "$tmp/run.cfg" --dry-run >"$tmp/out" 2>"$tmp/err"
