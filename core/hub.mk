@@ -11,3 +11,11 @@ if HAVE_CURL
 core_libtfcore_la_CPPFLAGS += -DTF_HAVE_LIBCURL=1 $(LIBCURL_CFLAGS) $(LIBCRYPTO_CFLAGS)
 core_libtfcore_la_LIBADD += $(LIBCURL_LIBS) $(LIBCRYPTO_LIBS)
 endif
+
+if HAVE_CHECK
+check_PROGRAMS += tests/test_hub_parse
+tests_test_hub_parse_SOURCES = tests/test_hub_parse.c
+tests_test_hub_parse_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_test_hub_parse_LDADD = $(TEST_LDADD)
+TESTS += tests/test_hub_parse
+endif
