@@ -5,7 +5,7 @@
 #  2. a cache filled by the real huggingface_hub client is used by tfcore offline
 #     (a short training run with model.pretrained = "org/tiny-bert")
 #  3. transformers' from_pretrained loads tfcore's cache offline
-#  4. faults: reset mid-file (resumed), a partial file left over (resumed),
+#  4. faults: reset mid-file (resumed), a partial file left over (resumed), disk full,
 #     404, 401 (token from HF_TOKEN / the token file), 500 then success, wrong
 #     checksum, a stalled server, a repo with only pytorch_model.bin, a
 #     relative redirect, a server gone with / without a cached copy
@@ -174,6 +174,14 @@ dl "$tmp/c4" org/tiny-bert && cmp -s "$tmp/c4/$model/blobs/$sha" "$tmp/root/org/
     && [ ! -e "$tmp/c4/$model/blobs/$sha.incomplete" ] \
     && grep -q "^$sha 206 $(($(wc -c <"$tmp/root/org/tiny-bert/model.safetensors") - 1000))\$" "$tmp/partial.log" \
     && ok || { bad "partial file resumed"; cat "$tmp/err" "$tmp/partial.log"; }
+# 4b'. disk full while writing (the partial file is /dev/full): one line, exit 1
+if [ -w /dev/full ]; then
+    mkdir -p "$tmp/c4f/$model/blobs"
+    ln -s /dev/full "$tmp/c4f/$model/blobs/$sha.incomplete"
+    dl "$tmp/c4f" org/tiny-bert; [ $? -eq 1 ] && ok || bad "disk full exit code"
+    one_line "disk full" "disk full"
+    [ ! -e "$tmp/c4f/$model/blobs/$sha" ] && ok || bad "disk full left a blob"
+fi
 # 4c. 404 and a repo with only pytorch_model.bin
 dl "$tmp/c5" org/nope; [ $? -eq 5 ] && ok || bad "404 exit code"
 one_line "404" "HTTP 404 from $endpoint/org/nope/resolve/main/config.json: no such model or file"
