@@ -87,6 +87,16 @@ START_TEST(headers)
     ck_assert_str_eq(m.etag, "");
     ck_assert_int_eq(m.size, -1);
     ck_assert_str_eq(m.error_code, "EntryNotFound");
+    /* a Location longer than its field is refused, never cut short */
+    hub_meta_reset(&m);
+    char *big = malloc(9100);
+    strcpy(big, "Location: https://cdn.example/");
+    memset(big + strlen(big), 'a', 9000);
+    big[9030] = '\0';
+    hub_meta_header(&m, big, strlen(big));
+    free(big);
+    ck_assert(m.overflow);
+    ck_assert_str_eq(m.location, "");
     /* sizes that are not plain decimals are unknown */
     hub_meta_reset(&m);
     feed(&m, "Content-Length: 12x\r\n");

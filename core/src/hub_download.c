@@ -167,7 +167,7 @@ static tf_status http_error(const hub_meta *m, const char *url, tf_error *err)
 static tf_status head(const hub_env *env, const char *url0, hub_meta *m, char *final_url,
                       size_t fn, tf_error *err)
 {
-    char url[2200];
+    char url[8192 + 1100];
     snprintf(url, sizeof url, "%s", url0);
     char errbuf[CURL_ERROR_SIZE], why[512];
     for (int attempt = 0;; attempt++) {
@@ -218,7 +218,7 @@ static tf_status head(const hub_env *env, const char *url0, hub_meta *m, char *f
             const char *host_end = strstr(url, "://");
             host_end = host_end ? strchr(host_end + 3, '/') : NULL;
             size_t hl = host_end ? (size_t)(host_end - url) : strlen(url);
-            char next[2200];
+            char next[sizeof url];
             if (hl + strlen(m->location) >= sizeof next)
                 return tf_error_set(err, TF_ERR_DATA, "redirect from %s is too long", url);
             memcpy(next, url, hl);
@@ -397,7 +397,7 @@ static tf_status get_into(const hub_env *env, const char *url, int fd, long long
 /* Is `file` (404 on model.safetensors) there as pytorch_model.bin? */
 static bool has_bin_only(const hub_env *env, const char *repo, const char *revision)
 {
-    char url[2200], final_url[2200];
+    char url[2200], final_url[8192 + 1100];
     hub_meta m;
     tf_error e = {0};
     snprintf(url, sizeof url, "%s/%s/resolve/%s/pytorch_model.bin", env->endpoint, repo, revision);
@@ -497,7 +497,7 @@ tf_status hub_fetch_file(const hub_env *env, const char *repo, const char *stora
             return TF_OK;
         }
     }
-    char url[2200], final_url[2200];
+    char url[2200], final_url[8192 + 1100];
     if (snprintf(url, sizeof url, "%s/%s/resolve/%s/%s", env->endpoint, repo, revision, file->name) >=
         (int)sizeof url)
         return tf_error_set(err, TF_ERR_CONFIG, "the URL for %s of %s is too long", file->name, repo);
@@ -524,6 +524,11 @@ tf_status hub_fetch_file(const hub_env *env, const char *repo, const char *stora
                                 repo);
     }
     if (m.status >= 400) return http_error(&m, url, err);
+    if (m.overflow)
+        return tf_error_set(err, TF_ERR_DATA,
+                            "%s: the answer has an X-Repo-Commit, ETag or Location header that is too "
+                            "long or has control bytes",
+                            final_url);
     if (!hub_is_commit_hash(m.commit))
         return tf_error_set(err, TF_ERR_DATA,
                             "%s: the answer has no commit (X-Repo-Commit)%s; is HF_ENDPOINT=%s a "

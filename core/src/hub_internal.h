@@ -23,10 +23,11 @@ typedef struct hub_meta {
     long long size;           /* X-Linked-Size, else Content-Length */
     long long linked_size;    /* X-Linked-Size */
     long long content_length; /* Content-Length */
-    char location[2048];      /* Location (redirect target) */
+    char location[8192];      /* Location (redirect target; signed storage URLs are long) */
     char error_code[64];      /* X-Error-Code (RepoNotFound, EntryNotFound, GatedRepo, ...) */
     char error_message[256];  /* X-Error-Message */
-    bool overflow;            /* a header value was longer than its field: not used */
+    bool overflow;            /* a commit, ETag or Location longer than its field, or with
+                               * control bytes: the answer is refused */
 } hub_meta;
 
 /* Forget every header (a new response starts: a redirect or a retry). */
