@@ -9,7 +9,8 @@
 #     404, 401 (token from HF_TOKEN / the token file), 500 then success, wrong
 #     checksum, a stalled server, a repo with only pytorch_model.bin, a
 #     relative redirect, a server gone with / without a cached copy
-#  5. two downloads of one model at once: both succeed, the blob is sent once
+#  5. two downloads of one model at once: both succeed, the blob is sent once;
+#     huggingface_hub's lock on a blob holds tfcore back
 #  6. offline with an empty cache: one line naming the model and the fix
 #  7. the cache folder is huggingface_hub's for HF_HUB_CACHE, HF_HOME, XDG_CACHE_HOME, HOME
 # Skipped (77) when the Python venv lacks huggingface_hub/transformers/torch
@@ -235,6 +236,24 @@ wait $p2; r2=$?
 [ $r1 -eq 0 ] && [ $r2 -eq 0 ] && cmp -s "$tmp/out1" "$tmp/out2" && ok || { bad "concurrent: rc $r1 $r2"; cat "$tmp/err1" "$tmp/err2"; }
 [ "$(grep -c "^$sha " "$tmp/twice.log")" -eq 1 ] && cmp -s "$tmp/c12/$model/blobs/$sha" "$tmp/root/org/tiny-bert/model.safetensors" \
     && ok || bad "concurrent: the blob was sent $(grep -c "^$sha " "$tmp/twice.log") times"
+# 5b. huggingface_hub's own lock (filelock on .locks/.../<etag>.lock) holds tfcore back
+mkdir -p "$tmp/c14/.locks/$model"
+"$py" - "$tmp/c14/.locks/$model/$sha.lock" "$tmp/locked" <<'PY' &
+import sys, time
+from filelock import FileLock
+with FileLock(sys.argv[1]):
+    open(sys.argv[2], "w").close()
+    time.sleep(2)
+PY
+lockpid=$!
+i=0
+while [ ! -e "$tmp/locked" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+t0=$(date +%s.%N)
+dl "$tmp/c14" org/tiny-bert; rc=$?
+t1=$(date +%s.%N)
+wait $lockpid
+[ $rc -eq 0 ] && "$py" -c "import sys; sys.exit(0 if float(sys.argv[2]) - float(sys.argv[1]) > 1.0 else 1)" "$t0" "$t1" \
+    && ok || bad "tfcore did not wait for huggingface_hub's lock (rc $rc, $t0 .. $t1)"
 stop_server
 
 # 7. the cache folder: the same as huggingface_hub's for each way of naming it
