@@ -27,6 +27,7 @@ packages=(
     build-essential autoconf automake libtool autoconf-archive pkg-config  # the build
     libconfig-dev        # config files
     libjansson-dev       # JSON: results.json, config.json, SQuAD, safetensors headers
+    libcurl4-openssl-dev # models by Hugging Face name: downloads (libcurl) and sha256 checks (libcrypto)
     libutf8proc-dev      # Unicode for the tokenizer (NFD, categories, case)
     libopenblas-dev      # backend-cpu GEMMs
     libopenmpi-dev openmpi-bin  # comm-mpi and the mpirun launcher

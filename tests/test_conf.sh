@@ -49,8 +49,20 @@ bert_config() { # DIR VOCAB HIDDEN LAYERS HEADS INTERMEDIATE
 }
 EOF
 }
-bert_config models/bert-base-cased 28996 768 12 12 3072
-bert_config models/bert-base-uncased 30522 768 12 12 3072
+# the hands-on's models are hub names: a Hugging Face cache that has them
+# (config.json and an empty model.safetensors: a dry run reads no weights),
+# used offline
+hub_model() { # NAME VOCAB HIDDEN LAYERS HEADS INTERMEDIATE
+    commit=0123456789abcdef0123456789abcdef01234567
+    snap="hub/models--$1/snapshots/$commit"
+    bert_config "$snap" "$2" "$3" "$4" "$5" "$6"
+    : >"$tmp/work/$snap/model.safetensors"
+    mkdir -p "$tmp/work/hub/models--$1/refs"
+    printf %s "$commit" >"$tmp/work/hub/models--$1/refs/main"
+}
+export HF_HUB_CACHE="$tmp/work/hub" HF_HUB_OFFLINE=1
+hub_model bert-base-cased 28996 768 12 12 3072
+hub_model bert-base-uncased 30522 768 12 12 3072
 bert_config models/all-MiniLM-L6-v2 30522 384 6 12 1536
 # the configs' folders, for configs with a section taken out; base/ is shared
 mkdir -p "$tmp/conf"
@@ -162,7 +174,7 @@ done
 
 # 3. the hands-on's settings (CONTEXT.md), as the dry run resolved them
 d="$tmp/imdb_1gpu.dump"
-for want in 'pretrained = "models/bert-base-cased";' 'task = "classification";' 'num_labels = 2;' \
+for want in 'pretrained = "bert-base-cased";' 'task = "classification";' 'num_labels = 2;' \
     'plugin = "imdb";' 'path = "data/aclImdb";' 'max_length = 512;' 'padding = "max_length";' \
     'num_train_epochs = 2.0;' 'per_device_train_batch_size = 16;' 'per_device_eval_batch_size = 16;' \
     'learning_rate = 5e-05;' 'eval_strategy = "epoch";' 'logging_strategy = "no";' 'save_strategy = "no";' \
@@ -171,7 +183,7 @@ for want in 'pretrained = "models/bert-base-cased";' 'task = "classification";' 
     grep -qF "  $want" "$d" && ok || bad "imdb_1gpu does not resolve to: $want"
 done
 d="$tmp/squad_1gpu.dump"
-for want in 'pretrained = "models/bert-base-uncased";' 'task = "question-answering";' 'plugin = "squad";' \
+for want in 'pretrained = "bert-base-uncased";' 'task = "question-answering";' 'plugin = "squad";' \
     'max_seq_length = 384;' 'doc_stride = 128;' 'learning_rate = 5e-05;' 'num_train_epochs = 2.0;'; do
     grep -qF "  $want" "$d" && ok || bad "squad_1gpu does not resolve to: $want"
 done

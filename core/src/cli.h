@@ -12,6 +12,7 @@ int tf_cli_predict(int argc, char **argv);
 int tf_cli_squad_eval(int argc, char **argv);
 int tf_cli_tokenize(int argc, char **argv);
 int tf_cli_report(int argc, char **argv);
+int tf_cli_download(int argc, char **argv);
 
 /* Print "tfcore: <message>" for err and return its exit code. */
 int tf_cli_fail(const tf_error *err);

@@ -63,7 +63,9 @@ typedef struct bert_config {
     tf_task task;
     int num_labels;                /* classification; 2 for question answering */
     /* where the weights come from: exactly one of the two is set */
-    char pretrained[BERT_PATH_MAX]; /* folder with config.json, model.safetensors */
+    char pretrained[BERT_PATH_MAX]; /* folder with config.json, model.safetensors (a hub
+                                     * name's snapshot folder once resolved) */
+    char hub_name[128];             /* the hub name model.pretrained gave, "" for a folder */
     char preset[32];
 } bert_config;
 

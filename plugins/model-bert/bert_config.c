@@ -15,6 +15,7 @@
 #include <jansson.h>
 
 #include "bert.h"
+#include "tfcore/hub.h"
 
 typedef struct bert_preset {
     const char *name;
@@ -348,9 +349,10 @@ tf_status bert_config_resolve(tf_section *sec, bert_config *cfg, char ***labels,
 
     /* Read every key first, so each is known to the config even when a later
      * check fails, and type/range errors come out in the section's terms. */
-    const char *pretrained, *preset, *task = NULL, *act = NULL;
+    const char *pretrained, *preset, *revision = NULL, *task = NULL, *act = NULL;
     long long num_labels = 2;
     BERT_TRY(tf_cfg_string(sec, "pretrained", NULL, &pretrained, err));
+    if (tf_cfg_has(sec, "revision")) BERT_TRY(tf_cfg_string(sec, "revision", "main", &revision, err));
     BERT_TRY(tf_cfg_choice(sec, "preset", NULL, preset_names, &preset, err));
     /* Keys whose default depends on the checkpoint are read only when set (and
      * so do not show up with a made-up default in the dumped config);
@@ -386,6 +388,11 @@ tf_status bert_config_resolve(tf_section *sec, bert_config *cfg, char ***labels,
                             "%s: model needs 'pretrained' (a Hugging Face folder) or 'preset' "
                             "(bert-tiny, bert-mini, bert-small, bert-medium, bert-base, bert-large)",
                             tf_cfg_where(sec, "pretrained"));
+    if (preset && revision)
+        return tf_error_set(err, TF_ERR_CONFIG,
+                            "%s: model.revision applies to a Hugging Face name in model.pretrained, "
+                            "not to a preset",
+                            tf_cfg_where(sec, "revision"));
     int json_labels = 0;
     if (pretrained) {
         size_t len = strlen(pretrained);
@@ -399,6 +406,25 @@ tf_status bert_config_resolve(tf_section *sec, bert_config *cfg, char ***labels,
         memcpy(cfg->pretrained, pretrained, len);
         cfg->pretrained[len] = '\0';
         struct stat sb;
+        if (stat(cfg->pretrained, &sb) != 0 && errno == ENOENT && tf_hub_is_repo_id(cfg->pretrained)) {
+            /* not a folder here: a Hugging Face name, resolved in the shared
+             * cache (fetched when online) to its snapshot folder */
+            char name[128]; /* a repo id is at most 96 bytes */
+            memcpy(name, cfg->pretrained, strlen(cfg->pretrained) + 1);
+            tf_status hs = tf_hub_resolve_model(name, revision ? revision : "main", cfg->pretrained,
+                                                sizeof cfg->pretrained, err);
+            if (hs) {
+                tf_error_prefix(err, "%s: model.pretrained '%s' is no folder here; as a Hugging Face name",
+                                tf_cfg_where(sec, "pretrained"), name);
+                return hs;
+            }
+            snprintf(cfg->hub_name, sizeof cfg->hub_name, "%s", name);
+        } else if (revision) {
+            return tf_error_set(err, TF_ERR_CONFIG,
+                                "%s: model.revision applies to a Hugging Face name, and model.pretrained "
+                                "'%s' is a local path",
+                                tf_cfg_where(sec, "revision"), cfg->pretrained);
+        }
         if (stat(cfg->pretrained, &sb) != 0)
             return tf_error_set(err, TF_ERR_CONFIG, "%s: model.pretrained '%s': %s",
                                 tf_cfg_where(sec, "pretrained"), cfg->pretrained, strerror(errno));

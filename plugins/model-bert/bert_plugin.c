@@ -100,7 +100,7 @@ static tf_status fill_info(tf_model *m, tf_error *err)
         snprintf(m->source, sizeof m->source, "preset %s (random init)", c->preset);
         return TF_OK;
     }
-    snprintf(m->source, sizeof m->source, "pretrained %s", c->pretrained);
+    snprintf(m->source, sizeof m->source, "pretrained %s", c->hub_name[0] ? c->hub_name : c->pretrained);
     return folder_tokenizer(m, err);
 }
 
