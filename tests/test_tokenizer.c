@@ -1087,7 +1087,9 @@ START_TEST(test_same_source_for_training_and_tokenize)
     snprintf(path, sizeof path, "%s/vocab.txt", dir);
     copy_file(DATA "vocab.txt", path);
     snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
-    write_file(path, "{\"do_lower_case\": false, \"tokenizer_class\": \"BertTokenizer\"}");
+    /* as transformers writes it: model_max_length int(1e30), beyond a 64-bit integer */
+    write_file(path, "{\"do_lower_case\": false, \"tokenizer_class\": \"BertTokenizer\", "
+                     "\"model_max_length\": 1000000000000000019884624838656}");
 
     /* training: the dataset's tokenizer, the model folder as model-bert gives it */
     tf_dataset_open_args a = {.size = sizeof a, .task = TF_TASK_CLASSIFICATION, .num_labels = 2,

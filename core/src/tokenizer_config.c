@@ -54,7 +54,9 @@ tf_status tf_tokenizer_config_parse(const char *text, size_t len, const char *la
 {
     out->do_lower_case = out->strip_accents = out->tokenize_chinese_chars = -1;
     json_error_t je;
-    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    /* integers as reals: transformers writes model_max_length = int(1e30)
+     * (1000000000000000019884624838656), beyond jansson's json_int_t */
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_DECODE_INT_AS_REAL, &je);
     if (!root) return tf_error_set(err, TF_ERR_DATA, "%s:%d:%d: not valid JSON: %s", label, je.line, je.column, je.text);
     tf_status st = TF_OK;
     tf_tokenizer_config c;
