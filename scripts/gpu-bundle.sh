@@ -73,8 +73,8 @@ if [ "$do_build" = 1 ]; then
         [ -x "$nvcc" ] || die "no nvcc (PATH, /usr/local/cuda/bin): the bundle needs backend-cuda"
         [ -x "$top/configure" ] || (cd "$top" && ./autogen.sh)
         mkdir -p "$build"
-        echo "$me: configuring $build (CUDA_ARCHS=90, --without-mpi)"
-        (cd "$build" && "$top/configure" -q --with-cuda --without-mpi CUDA_ARCHS=90) \
+        echo "$me: configuring $build (CUDA_ARCHS=90, --without-mpi, --without-curl)"
+        (cd "$build" && "$top/configure" -q --with-cuda --without-mpi --without-curl CUDA_ARCHS=90) \
             || die "configure failed (see $build/config.log)"
     fi
     echo "$me: building in $build"
@@ -200,14 +200,25 @@ for so in "${!pkg_of[@]}"; do
     ver=$(dpkg-query -W -f '${Version}' "$pkg")
     arch=$(dpkg-query -W -f '${Architecture}' "$pkg")
     deb=$(ls "$cache/${name}_${ver//:/%3a}_${arch}.deb" 2>/dev/null || true)
-    if [ -z "$deb" ]; then
-        (cd "$cache" && apt-get download -q "$name:$arch=$ver" >/dev/null 2>"$cache/download.err") \
-            || die "apt-get download $name=$ver failed: $(tail -n 1 "$cache/download.err")"
+    if [ -z "$deb" ] &&
+        (cd "$cache" && apt-get download -q "$name:$arch=$ver" >/dev/null 2>"$cache/download.err"); then
         deb=$(ls "$cache/${name}_${ver//:/%3a}_${arch}.deb" 2>/dev/null || true)
         [ -n "$deb" ] || die "apt-get download $name=$ver left no .deb in $cache"
     fi
-    dpkg -x "$deb" "$stage.x/$name"
-    debs[$pkg]=$deb
+    if [ -n "$deb" ]; then
+        dpkg -x "$deb" "$stage.x/$name"
+        debs[$pkg]=$deb
+    else
+        # the mirror no longer serves the installed version (a security
+        # update replaced it there): carry the installed files themselves
+        notes+=("$name $ver: not downloadable ($(tail -n 1 "$cache/download.err")); the installed files were copied")
+        debs[$pkg]="$name $ver (installed)"
+        for so2 in "${!pkg_of[@]}"; do
+            [ "${pkg_of[$so2]}" = "$pkg" ] || continue
+            mkdir -p "$stage.x/$name$(dirname "${file_of[$so2]}")"
+            cp -L "${file_of[$so2]}" "$stage.x/$name${file_of[$so2]}"
+        done
+    fi
     # the GCC runtime packages' doc folder is a link to gcc-NN-base's: take
     # the installed one then (same source package and version)
     cp "$stage.x/$name/usr/share/doc/$name/copyright" "$stage/lib/licenses/$name.copyright" 2>/dev/null \

@@ -1344,7 +1344,7 @@ START_TEST(bad_tokenizer_config)
     write_text(file, "{\"do_lower_case\": false,");
     expect_create_error(cfg, TF_ERR_DATA, file, "not valid JSON", file);
     write_text(file, "{\"strip_accents\": 1}");
-    expect_create_error(cfg, TF_ERR_DATA, file, "\"strip_accents\" must be true or false (or null)", "an integer");
+    expect_create_error(cfg, TF_ERR_DATA, file, "\"strip_accents\" must be true or false (or null)", "got a number");
 }
 END_TEST
 
