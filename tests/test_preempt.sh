@@ -10,6 +10,9 @@
 #    parameters, bit for bit;
 #  - a real `kill -TERM` to the launcher of 1 worker, mpi x2 (the launcher
 #    passes it on through mpirun) and the process launcher x2: the same;
+#  - conf/slurm/train.sbatch (bash -n, shellcheck): SIGUSR1 to the script
+#    stops tfcore, the script requeues (a stand-in scontrol), and the requeued
+#    run resumes to the uninterrupted run's parameters;
 #  - a second signal during that save ends the process at once, and the
 #    previous checkpoint is the one "last" resumes from, to the same end.
 set -u
@@ -125,7 +128,38 @@ if have_plugin shm; then
     cfg kill_shm 60 50 'comm = { plugin = "shm"; world_size = 2; };' && killed kill_shm SIGTERM
 else skip=$((skip + 1)); fi
 
-# --- 3. a second signal during the stop's save ---------------------------------
+# --- 3. conf/slurm/train.sbatch: Slurm's B:USR1 to the script, requeue, resume --
+sbatch="$top_srcdir/conf/slurm/train.sbatch"
+if bash -n "$sbatch"; then ok; else bad "train.sbatch: bash -n failed"; fi
+if command -v shellcheck >/dev/null 2>&1; then
+    if shellcheck "$sbatch"; then ok; else bad "train.sbatch: shellcheck"; fi
+fi
+mkdir -p "$tmp/fakebin"
+printf '#!/bin/sh\necho "$*" >>"%s/scontrol.log"\n' "$tmp" >"$tmp/fakebin/scontrol"
+chmod +x "$tmp/fakebin/scontrol"
+cfg slurm 60 50
+full slurm
+CONFIG="$tmp/slurm.cfg" TFCORE="$tfcore" SLURM_JOB_ID=4242 PATH="$tmp/fakebin:$PATH" \
+    timeout 60 bash "$sbatch" >"$tmp/slurm.out" 2>&1 &
+pid=$!
+i=0
+while [ $i -lt 300 ] && ! { [ -f "$tmp/slurm/log.jsonl" ] && [ "$(wc -l <"$tmp/slurm/log.jsonl")" -ge 2 ]; }; do
+    sleep 0.1
+    i=$((i + 1))
+done
+kill -USR1 "$(pgrep -P $pid)" # the script's shell, under timeout (what Slurm's B: signals)
+wait $pid
+rc=$?
+if [ $rc = 0 ] && grep -q "stopped by SIGUSR1 after step" "$tmp/slurm.out" &&
+    [ "$(cat "$tmp/scontrol.log" 2>/dev/null)" = "requeue 4242" ]; then ok; else
+    bad "train.sbatch: status $rc, no stop or no requeue"; tail -n 5 "$tmp/slurm.out"; fi
+CONFIG="$tmp/slurm.cfg" TFCORE="$tfcore" SLURM_JOB_ID=4242 SLURM_RESTART_COUNT=1 PATH="$tmp/fakebin:$PATH" \
+    timeout 60 bash "$sbatch" >"$tmp/slurm.out" 2>&1
+rc=$?
+if [ $rc = 0 ] && out=$("$diff_tool" "$tmp/slurm_full/model.safetensors" "$tmp/slurm/model.safetensors" 0); then ok; else
+    bad "train.sbatch: the requeued run (status $rc) did not end as the uninterrupted one: ${out:-}"; tail -n 5 "$tmp/slurm.out"; fi
+
+# --- 4. a second signal during the stop's save ---------------------------------
 cfg second 8 3
 full second
 TFCORE_TEST_SIGNAL_AT_STEP=5 TFCORE_TEST_SIGNAL_IN_SAVE=1 run second
