@@ -10,6 +10,8 @@
 #    parameters, bit for bit;
 #  - a real `kill -TERM` to the launcher of 1 worker, mpi x2 (the launcher
 #    passes it on through mpirun) and the process launcher x2: the same;
+#  - Ctrl-C on a terminal (a pty) with the process launcher and mpi x2: one
+#    orderly stop, not a second signal's abort;
 #  - conf/slurm/train.sbatch (bash -n, shellcheck): SIGUSR1 to the script
 #    stops tfcore, the script requeues (a stand-in scontrol), and the requeued
 #    run resumes to the uninterrupted run's parameters;
@@ -126,6 +128,45 @@ if have_plugin mpi; then # the launcher passes it to mpirun as SIGUSR1, which mp
 else skip=$((skip + 1)); fi
 if have_plugin shm; then
     cfg kill_shm 60 50 'comm = { plugin = "shm"; world_size = 2; };' && killed kill_shm SIGTERM
+else skip=$((skip + 1)); fi
+
+# Ctrl-C on a terminal: the whole foreground process group gets SIGINT once;
+# the workers (own process group) get it once, from the launcher
+cat >"$tmp/ctrl_c.py" <<'PY'
+import os, pty, select, sys, time
+tfcore, cfg, log = sys.argv[1:4]
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(tfcore, [tfcore, "-c", cfg])
+out, sent, t0 = b"", False, time.time()
+while time.time() - t0 < 60:
+    if not sent and os.path.exists(log) and sum(1 for _ in open(log)) >= 2:
+        os.write(fd, b"\x03")  # the terminal's interrupt character
+        sent = True
+    if select.select([fd], [], [], 0.1)[0]:
+        try:
+            d = os.read(fd, 65536)
+        except OSError:
+            break
+        if not d:
+            break
+        out += d
+_, st = os.waitpid(pid, 0)
+sys.stdout.write(out.decode(errors="replace"))
+sys.exit(os.waitstatus_to_exitcode(st))
+PY
+ctrl_c() { # NAME SIGNAME: Ctrl-C once mid-run stops it (as SIGNAME), exit 75
+    python3 "$tmp/ctrl_c.py" "$tfcore" "$tmp/$1.cfg" "$tmp/$1/log.jsonl" >"$tmp/$1.out" 2>&1
+    rc=$?
+    stopped "$1" "$2"
+}
+if command -v python3 >/dev/null 2>&1; then
+    if have_plugin shm; then
+        cfg ctrl_c_shm 60 50 'comm = { plugin = "shm"; world_size = 2; };' && ctrl_c ctrl_c_shm SIGINT
+    fi
+    if have_plugin mpi; then # passed to mpirun as SIGUSR1
+        cfg ctrl_c_mpi 60 50 'comm = { plugin = "mpi"; world_size = 2; };' && ctrl_c ctrl_c_mpi SIGUSR1
+    fi
 else skip=$((skip + 1)); fi
 
 # --- 3. conf/slurm/train.sbatch: Slurm's B:USR1 to the script, requeue, resume --

@@ -666,6 +666,13 @@ static tf_status relaunch_under_mpirun(const tf_plan *plan, int world, int argc,
         prctl(PR_SET_PDEATHSIG, SIGTERM); /* mpirun stops its ranks on SIGTERM */
         if (getppid() != self) _exit(TF_ERR_RUNTIME);
         setpgid(0, 0); /* a terminal's Ctrl-C reaches the launcher alone, which passes it on */
+        /* no rank reads stdin, and mpirun reading a terminal from a background
+         * process group would be stopped (SIGTTIN) */
+        int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (null_fd >= 0) {
+            dup2(null_fd, STDIN_FILENO);
+            close(null_fd);
+        }
         execvp(args[0], args);
         fprintf(stderr, "tfcore: error: cannot run %s: %s\n", args[0], strerror(errno));
         _exit(TF_ERR_RUNTIME);
