@@ -5,6 +5,8 @@
 core_libtfcore_la_SOURCES += \
 	core/src/worker.h \
 	core/src/launch.c core/src/launch.h \
+	core/src/stop_signal.c core/src/stop_signal.h \
+	core/src/preflight.c core/src/preflight.h \
 	core/src/trainer_comm.c \
 	core/src/grad_buckets.c core/src/grad_buckets.h
 

@@ -53,6 +53,12 @@ TESTS += tests/test_train.sh
 EXTRA_DIST += tests/test_train.sh
 TESTS += tests/test_bad_input.sh
 EXTRA_DIST += tests/test_bad_input.sh
+# preemption: a stop signal mid-run saves a checkpoint, exits 75, resumes exactly
+TESTS += tests/test_preempt.sh
+EXTRA_DIST += tests/test_preempt.sh
+# preflight: ranks started with another -o value or data file stop before step 1
+TESTS += tests/test_preflight.sh
+EXTRA_DIST += tests/test_preflight.sh
 TESTS += tests/test_trainer_options.sh
 EXTRA_DIST += tests/test_trainer_options.sh
 TESTS += tests/test_predict_checks.sh

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "stop_signal.h"
 #include "launch.h"
 #include "plan.h"
 
@@ -71,6 +72,8 @@ int tf_cli_train(int argc, char **argv)
     } else if (tf_launch_train(&plan, argc, argv, &err)) {
         /* an empty message: the failing worker printed its error itself */
         rc = err.msg[0] ? tf_cli_fail(&err) : (int)err.code;
+    } else if (tf_stop_was_stopped()) {
+        rc = TF_EXIT_STOPPED; /* a signal stopped it after a checkpoint: requeue */
     }
     tf_plan_free(&plan);
 out:

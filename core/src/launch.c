@@ -26,6 +26,7 @@
 #define TF_MPIRUN "mpirun" /* compiled outside the configured tree (scripts/fuzz.sh) */
 #endif
 #include "launch.h"
+#include "stop_signal.h"
 #include "trainer.h"
 #include "trainer_internal.h"
 #include "tfcore/log.h"
@@ -52,6 +53,9 @@
 
 /* Seconds a stopping job's workers get between SIGTERM and SIGKILL. */
 #define STOP_GRACE_SECONDS 5.0
+/* Seconds workers get to finish their step and save a checkpoint after the
+ * launcher passed them a stop signal (stop_signal.h), before SIGKILL. */
+#define SIGNAL_GRACE_SECONDS 120.0
 
 static bool env_int(const char *name, int *out)
 {
@@ -342,11 +346,13 @@ static tf_status run_threads(const tf_plan *plan, const tf_comm_vtable *cvt, int
 
 /* --- processes (comm-nccl): tfcore starts and watches one process per worker - */
 
-static volatile sig_atomic_t stop_signal; /* a SIGINT/SIGTERM the launcher got */
+static volatile sig_atomic_t stop_signal;  /* the first SIGINT/SIGTERM/SIGUSR1 the launcher got */
+static volatile sig_atomic_t stop_signals; /* how many it got */
 
 static void on_stop_signal(int sig)
 {
-    stop_signal = sig;
+    if (!stop_signal) stop_signal = sig;
+    stop_signals++;
 }
 
 static void describe_status(int status, char *out, size_t n)
@@ -390,24 +396,31 @@ static void poll_start(start_wait *sw)
 }
 
 /* Wait for pids[n]; when one fails, terminate the rest (SIGTERM, then SIGKILL
- * after STOP_GRACE_SECONDS). With sw, the same when the job has not reported
- * its start by sw's deadline. Returns the index of the first failure, or -1. */
-static int watch_children(pid_t *pids, int n, int *fail_status, start_wait *sw)
+ * after STOP_GRACE_SECONDS). A SIGINT, SIGTERM or SIGUSR1 to this launcher is
+ * passed on to the children (as forward_as when not 0: mpirun passes only
+ * SIGUSR1 on to its ranks), each time it comes, and they get
+ * SIGNAL_GRACE_SECONDS to stop in order (stop_signal.h). With sw, the same
+ * when the job has not reported its start by sw's deadline. Returns the index
+ * of the first failure, or -1; *n_stopped counts the children that exited
+ * with TF_EXIT_STOPPED. */
+static int watch_children(pid_t *pids, int n, int *fail_status, start_wait *sw, int forward_as, int *n_stopped)
 {
     int alive = n, first = -1;
+    *n_stopped = 0;
     double kill_at = 0; /* when to SIGKILL the stragglers (0: not stopping) */
-    struct sigaction sa = {0}, old_int, old_term;
+    struct sigaction sa = {0}, old_int, old_term, old_usr1;
     sa.sa_handler = on_stop_signal;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
-    bool forwarded = false;
+    sigaction(SIGUSR1, &sa, &old_usr1);
+    int forwarded = 0;
     while (alive > 0) {
-        if (stop_signal && !forwarded) {
+        if (stop_signals > forwarded) {
             for (int i = 0; i < n; i++)
-                if (pids[i] > 0) kill(pids[i], SIGTERM);
-            forwarded = true;
-            if (kill_at == 0) kill_at = tf_now() + STOP_GRACE_SECONDS;
+                if (pids[i] > 0) kill(pids[i], forward_as ? forward_as : stop_signal);
+            forwarded++;
+            if (kill_at == 0) kill_at = tf_now() + SIGNAL_GRACE_SECONDS;
         }
         int status;
         pid_t pid = waitpid(-1, &status, WNOHANG);
@@ -436,17 +449,20 @@ static int watch_children(pid_t *pids, int n, int *fail_status, start_wait *sw)
         if (r < 0) continue;
         pids[r] = -1;
         alive--;
-        bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-        if (failed && first < 0 && !stop_signal) {
+        bool stopped = WIFEXITED(status) && WEXITSTATUS(status) == TF_EXIT_STOPPED;
+        if (stopped) ++*n_stopped;
+        bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0) && !stopped;
+        if (failed && first < 0) {
             first = r;
             *fail_status = status;
             for (int i = 0; i < n; i++)
                 if (pids[i] > 0) kill(pids[i], SIGTERM);
-            kill_at = tf_now() + STOP_GRACE_SECONDS;
+            if (kill_at == 0 || kill_at > tf_now() + STOP_GRACE_SECONDS) kill_at = tf_now() + STOP_GRACE_SECONDS;
         }
     }
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
+    sigaction(SIGUSR1, &old_usr1, NULL);
     return first;
 }
 
@@ -492,6 +508,9 @@ static tf_status run_processes(const tf_plan *plan, int world, int argc, char **
         if (pid == 0) {
             /* the worker dies with its launcher: no orphans */
             prctl(PR_SET_PDEATHSIG, SIGKILL);
+            /* its own process group: a terminal's Ctrl-C reaches the launcher
+             * alone, which passes it on once (a second one aborts the save) */
+            setpgid(0, 0);
             if (getppid() != self) _exit(TF_ERR_RUNTIME);
             char v[32];
             snprintf(v, sizeof v, "%d", r);
@@ -511,9 +530,11 @@ static tf_status run_processes(const tf_plan *plan, int world, int argc, char **
         for (int i = 0; i < started; i++) kill(pids[i], SIGTERM);
         for (int i = 0; i < started; i++) waitpid(pids[i], NULL, 0);
     } else {
-        int status = 0;
-        int failed = watch_children(pids, world, &status, NULL);
-        if (failed >= 0) {
+        int status = 0, stopped = 0;
+        int failed = watch_children(pids, world, &status, NULL, 0, &stopped);
+        if (failed < 0 && stopped == world) {
+            tf_stop_mark_stopped(); /* each worker saved and said so */
+        } else if (failed >= 0) {
             char how[128];
             describe_status(status, how, sizeof how);
             if (world == 2)
@@ -521,9 +542,11 @@ static tf_status run_processes(const tf_plan *plan, int world, int argc, char **
             else
                 st = tf_error_set(err, status_of(status), "worker rank %d %s; the other %d workers were stopped", failed,
                                   how, world - 1);
+        } else if (stopped) {
+            st = tf_error_set(err, TF_ERR_RUNTIME, "%d of %d workers stopped after a checkpoint, the others did not",
+                              stopped, world);
         } else if (stop_signal) {
-            st = tf_error_set(err, TF_ERR_RUNTIME, "stopped by signal %d (%s); the workers were stopped",
-                              (int)stop_signal, strsignal(stop_signal));
+            tf_info("stopped by %s after the run had finished", tf_stop_signal_name(stop_signal));
         }
     }
     free(args);
@@ -547,6 +570,7 @@ static tf_status run_started_worker(const tf_plan *plan, const tf_comm_vtable *c
                             strerror(errno));
     close(fd);
     tf_worker w = {rank, world, rank, world, TF_LAUNCH_PROCESSES, cvt, shared};
+    tf_stop_install();
     tf_status st = run_one(plan, &w, err);
     munmap(shared, TF_COMM_SHARED_BYTES);
     return st;
@@ -641,15 +665,25 @@ static tf_status relaunch_under_mpirun(const tf_plan *plan, int world, int argc,
     if (pid == 0) {
         prctl(PR_SET_PDEATHSIG, SIGTERM); /* mpirun stops its ranks on SIGTERM */
         if (getppid() != self) _exit(TF_ERR_RUNTIME);
+        setpgid(0, 0); /* a terminal's Ctrl-C reaches the launcher alone, which passes it on */
+        /* no rank reads stdin, and mpirun reading a terminal from a background
+         * process group would be stopped (SIGTTIN) */
+        int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (null_fd >= 0) {
+            dup2(null_fd, STDIN_FILENO);
+            close(null_fd);
+        }
         execvp(args[0], args);
         fprintf(stderr, "tfcore: error: cannot run %s: %s\n", args[0], strerror(errno));
         _exit(TF_ERR_RUNTIME);
     }
     free(args);
-    int status = 0;
+    int status = 0, stopped = 0;
     pid_t pids[1] = {pid};
     start_wait sw = {ready, world, 0, tf_now() + plan->comm.mpirun_start_timeout, false, false};
-    int failed = watch_children(pids, 1, &status, local ? &sw : NULL);
+    /* mpirun kills its ranks on SIGTERM and SIGINT but passes SIGUSR1 on to
+     * them (Open MPI's default): each is asked to stop with that */
+    int failed = watch_children(pids, 1, &status, local ? &sw : NULL, SIGUSR1, &stopped);
     unsetenv(ENV_RELAUNCHED);
     unsetenv(ENV_READY_FILE);
     unsetenv(ENV_LAUNCHER_PID);
@@ -664,8 +698,7 @@ static tf_status relaunch_under_mpirun(const tf_plan *plan, int world, int argc,
         return tf_error_set(err, status_of(status),
                             "the MPI job failed: mpirun %s (its messages above name the rank and the cause)", how);
     }
-    if (stop_signal)
-        return tf_error_set(err, TF_ERR_RUNTIME, "stopped by signal %d (%s)", (int)stop_signal, strsignal(stop_signal));
+    if (stopped) tf_stop_mark_stopped(); /* the ranks saved and said so; mpirun passed their status on */
     return TF_OK;
 }
 
@@ -738,19 +771,22 @@ tf_status tf_launch_train(const tf_plan *plan, int argc, char **argv, tf_error *
     if (st) return st;
     if (!cvt) {
         tf_worker w = tf_worker_single();
+        tf_stop_install();
         return run_one(plan, &w, err);
     }
     if (external) {
+        tf_stop_install();
         if (getenv(ENV_RELAUNCHED)) started_under_launcher();
         tf_worker w = {e.rank, e.size, e.local_rank, e.local_size, TF_LAUNCH_EXTERNAL, cvt, NULL};
         return run_one(plan, &w, err);
     }
     switch (mode) {
-    case TF_LAUNCH_THREADS: return run_threads(plan, cvt, world, err);
+    case TF_LAUNCH_THREADS: tf_stop_install(); return run_threads(plan, cvt, world, err);
     case TF_LAUNCH_PROCESSES: return run_processes(plan, world, argc, argv, err);
     case TF_LAUNCH_EXTERNAL:
         if (world == 1) { /* MPI starts a singleton without mpirun */
             tf_worker w = {0, 1, 0, 1, TF_LAUNCH_EXTERNAL, cvt, NULL};
+            tf_stop_install();
             return run_one(plan, &w, err);
         }
         return relaunch_under_mpirun(plan, world, argc, argv, err);

@@ -20,7 +20,10 @@
 /* Run the job. argv is the `train` verb's command line (argv[0] = "train"),
  * used to re-execute tfcore. On failure err says which rank failed and why;
  * err->msg is left empty when that line was already printed (by a worker
- * that printed its own error before stopping the job). */
+ * that printed its own error before stopping the job). The workers' process
+ * catches SIGTERM, SIGINT and SIGUSR1 (stop_signal.h); a launcher process
+ * passes them on to its workers. A run stopped so returns TF_OK with
+ * tf_stop_was_stopped() true. */
 tf_status tf_launch_train(const tf_plan *plan, int argc, char **argv, tf_error *err);
 
 /* Whether the backend has a device for each worker this job starts on this

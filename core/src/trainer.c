@@ -8,7 +8,9 @@
 #include <unistd.h>
 
 #include "lr_schedule.h"
+#include "preflight.h"
 #include "sampler.h"
+#include "stop_signal.h"
 #include "trainer.h"
 #include "trainer_internal.h"
 #include "tfcore/file.h"
@@ -439,6 +441,7 @@ tf_status tf_trainer_step(tf_trainer *t, tf_sampler *s, const tf_lr_schedule *lr
         }
         t->micro_step++;
     }
+    tf_stop_test_step(t->rank, t->global_step + 1);
     if (t->comm) {
         if (t->root_only) {
             if ((st = tf_trainer_reduce_to_root(t, err))) return st;
@@ -449,7 +452,14 @@ tf_status tf_trainer_step(tf_trainer *t, tf_sampler *s, const tf_lr_schedule *lr
             t->comm_exposed += exposed;
             if (st) return st;
         }
-        if ((st = tf_trainer_allreduce_host(t, &loss_sum, 1, TF_DTYPE_F64, TF_REDUCE_SUM, err))) return st;
+        /* the stop request rides on the loss's all-reduce, so every rank
+         * stops after the same step at no extra collective: {loss, signal} */
+        double sum[2] = {loss_sum, (double)tf_stop_requested()};
+        if ((st = tf_trainer_allreduce_host(t, sum, 2, TF_DTYPE_F64, TF_REDUCE_SUM, err))) return st;
+        loss_sum = sum[0];
+        t->stop_agreed = sum[1] > 0;
+    } else {
+        t->stop_agreed = tf_stop_requested() != 0;
     }
     if ((st = optimizer_step(t, lrs, lr, norm, skipped, err))) return st;
     t->global_step++;
@@ -462,6 +472,26 @@ static bool due(tf_interval_strategy strategy, long long every, int64_t step, bo
     if (strategy == TF_STRATEGY_EPOCH) return epoch_end;
     if (strategy == TF_STRATEGY_STEPS) return every > 0 && step % every == 0;
     return false;
+}
+
+/* Every rank agreed to stop after this step (a stop signal, stop_signal.h):
+ * save a checkpoint (unless the schedule just did) and say how to resume. */
+static tf_status stop_after_step(tf_trainer *t, double epoch_f, bool saved, tf_error *err)
+{
+    tf_status st = saved ? TF_OK : tf_trainer_save_checkpoint(t, epoch_f, err);
+    if (st) return st;
+    /* no rank leaves before rank 0 has saved: mpirun ends a job's other ranks
+     * when one exits with a non-zero status */
+    double done = 1;
+    if ((st = tf_trainer_allreduce_host(t, &done, 1, TF_DTYPE_F64, TF_REDUCE_SUM, err))) return st;
+    int sig = tf_stop_requested();
+    if (t->rank == 0)
+        tf_info("stopped by %s after step %lld; checkpoint saved to %s/checkpoint-%lld; resume with "
+                "training.resume_from_checkpoint = \"last\"",
+                sig ? tf_stop_signal_name(sig) : "a stop signal on another rank", (long long)t->global_step,
+                t->output_dir, (long long)t->global_step);
+    tf_stop_mark_stopped();
+    return TF_OK;
 }
 
 static tf_status run_loop(tf_trainer *t, tf_error *err)
@@ -477,6 +507,8 @@ static tf_status run_loop(tf_trainer *t, tf_error *err)
     tf_training_plan sp;
     if ((st = tf_training_plan_compute(a, (long long)rows, t->world, &sp, err))) goto out;
     t->steps = sp;
+    /* the ranks agree on what they run before their first collective of it */
+    if ((st = tf_preflight_check(t, rows, err))) goto out;
     tf_lr_schedule lrs = {a->lr_scheduler_type, a->learning_rate, sp.warmup_steps, sp.max_steps};
 
     if ((st = tf_trainer_resume(t, err))) goto out;
@@ -517,9 +549,15 @@ static tf_status run_loop(tf_trainer *t, tf_error *err)
                 tf_progress_pause(&prog);
                 if ((st = tf_trainer_evaluate(t, epoch_f, NULL, err))) goto out;
             }
-            if (due(a->save_strategy, sp.save_steps, t->global_step, epoch_end)) {
+            bool saved = due(a->save_strategy, sp.save_steps, t->global_step, epoch_end);
+            if (saved) {
                 tf_progress_pause(&prog);
                 if ((st = tf_trainer_save_checkpoint(t, epoch_f, err))) goto out;
+            }
+            if (t->stop_agreed && t->global_step < sp.max_steps) {
+                tf_progress_pause(&prog);
+                st = stop_after_step(t, epoch_f, saved, err);
+                goto out;
             }
         }
     }

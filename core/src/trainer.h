@@ -84,6 +84,7 @@ typedef struct tf_trainer {
     double phase[TF_PHASE_COUNT];
     double total_loss;        /* sum over steps of the step's mean loss (Trainer's tr_loss) */
     int64_t skipped_steps;
+    bool stop_agreed;         /* after the last step: every rank stops (a stop signal) */
     tf_training_plan steps;   /* the step counts Trainer derives */
     tf_metrics last_eval;     /* the latest evaluation's metrics (eval_loss first, except QA) */
     int64_t last_eval_step;   /* the global_step last_eval was taken at (-1: none yet) */
