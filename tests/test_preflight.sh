@@ -39,7 +39,8 @@ for d in A B; do
 model = { plugin = "bert"; preset = "bert-tiny"; task = "classification"; num_labels = 2; };
 data = { plugin = "imdb"; path = "reviews.csv"; vocab_file = "$vocab"; max_length = 32; eval_fraction = 0.25; };
 backend = { plugin = "cpu"; threads = 1; };
-training = { output_dir = "$tmp/out"; max_steps = 2; per_device_train_batch_size = 2; save_strategy = "no"; };
+training = { output_dir = "$tmp/out"; overwrite_output_dir = true; max_steps = 2;
+             per_device_train_batch_size = 2; save_strategy = "no"; };
 comm = { plugin = "mpi"; world_size = 2; };
 CFG
     cp "$top_srcdir/tests/data/imdb/reviews.csv" "$tmp/$d/"
