@@ -21,7 +21,17 @@
  * Each cublasLtMatmul is validated when called (types, shapes, epilogue,
  * and every pointer against the emulated device's allocations) and then
  * enqueued on the stream (emu.h): the product runs on the stream's thread,
- * in the stream's order, from a snapshot of the descriptor and layouts. */
+ * in the stream's order, from a snapshot of the descriptor and layouts.
+ *
+ * Refusing on request: a real cuBLASLt may have no algorithm for a request
+ * that this file serves (an f32 bias with a 16-bit D, a GELU epilogue), and
+ * backend-cuda has fallbacks for that. TFCORE_EMU_CUBLASLT_REFUSE, read by
+ * cublasLtCreate, is a comma-separated list that makes this stand-in refuse
+ * them too, so that those fallbacks run: "bias-f32" (BIAS_DATA_TYPE f32 with
+ * a 16-bit D), "gelu" (the GELU epilogues), and "at-matmul" (refuse those in
+ * cublasLtMatmul, with CUBLAS_STATUS_NOT_SUPPORTED before anything is
+ * queued, rather than in the heuristic). An unknown word makes
+ * cublasLtCreate fail with CUBLAS_STATUS_INVALID_VALUE. */
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -37,8 +47,14 @@
 #define MAGIC_PREF 0x4c745072u
 #define MAGIC_ALGO 0x4c74416c676f3031ull
 
+/* TFCORE_EMU_CUBLASLT_REFUSE's words */
+#define REFUSE_BIAS_F32 1u
+#define REFUSE_GELU 2u
+#define REFUSE_AT_MATMUL 4u
+
 struct cublasLtContext {
     uint32_t magic;
+    uint32_t refuse; /* REFUSE_* */
 };
 
 typedef struct lt_desc {
@@ -120,12 +136,38 @@ size_t cublasLtGetVersion(void)
 
 /* --- handle ----------------------------------------------------------------- */
 
+/* TFCORE_EMU_CUBLASLT_REFUSE as REFUSE_* bits; false on an unknown word. */
+static bool refuse_words(const char *s, uint32_t *bits)
+{
+    static const struct {
+        const char *word;
+        uint32_t bit;
+    } words[] = {{"bias-f32", REFUSE_BIAS_F32}, {"gelu", REFUSE_GELU}, {"at-matmul", REFUSE_AT_MATMUL}};
+    *bits = 0;
+    while (s && *s) {
+        size_t n = strcspn(s, ",");
+        bool known = n == 0;
+        for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+            if (strlen(words[i].word) == n && strncmp(s, words[i].word, n) == 0) {
+                *bits |= words[i].bit;
+                known = true;
+            }
+        if (!known) return false;
+        s += n + (s[n] == ',');
+    }
+    return true;
+}
+
 cublasStatus_t cublasLtCreate(cublasLtHandle_t *h)
 {
     if (!h) return CUBLAS_STATUS_INVALID_VALUE;
+    uint32_t refuse;
+    if (!refuse_words(getenv("TFCORE_EMU_CUBLASLT_REFUSE"), &refuse))
+        return CUBLAS_STATUS_INVALID_VALUE;
     *h = calloc(1, sizeof **h);
     if (!*h) return CUBLAS_STATUS_ALLOC_FAILED;
     (*h)->magic = MAGIC_HANDLE;
+    (*h)->refuse = refuse;
     return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -464,6 +506,14 @@ static cublasStatus_t check_problem(cublasLtMatmulDesc_t desc, cublasLtMatrixLay
     return CUBLAS_STATUS_SUCCESS;
 }
 
+/* Whether TFCORE_EMU_CUBLASLT_REFUSE asks to refuse this problem. */
+static bool refused_on_request(cublasLtHandle_t h, const problem *pr)
+{
+    return ((h->refuse & REFUSE_BIAS_F32) && (epi_bias(pr->d.epilogue) || epi_bgrad(pr->d.epilogue)) &&
+            pr->bias_type == CUDA_R_32F && pr->dl.type != CUDA_R_32F) ||
+           ((h->refuse & REFUSE_GELU) && (epi_gelu(pr->d.epilogue) || epi_dgelu(pr->d.epilogue)));
+}
+
 cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t h, cublasLtMatmulDesc_t desc,
                                               cublasLtMatrixLayout_t A, cublasLtMatrixLayout_t B,
                                               cublasLtMatrixLayout_t C, cublasLtMatrixLayout_t D,
@@ -478,6 +528,7 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t h, cublasLtMatmul
     problem pr;
     cublasStatus_t s = check_problem(desc, A, B, C, D, &pr);
     if (s != CUBLAS_STATUS_SUCCESS) return s;
+    if (!(h->refuse & REFUSE_AT_MATMUL) && refused_on_request(h, &pr)) return CUBLAS_STATUS_NOT_SUPPORTED;
     memset(&results[0], 0, sizeof results[0]);
     results[0].algo.data[0] = MAGIC_ALGO;
     results[0].workspaceSize = 0;
@@ -697,6 +748,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, con
     matmul_task *t = calloc(1, sizeof *t);
     if (!t) return CUBLAS_STATUS_ALLOC_FAILED;
     cublasStatus_t s = check_problem(desc, Adesc, Bdesc, Cdesc, Ddesc, &t->pr);
+    if (s == CUBLAS_STATUS_SUCCESS && refused_on_request(h, &t->pr)) s = CUBLAS_STATUS_NOT_SUPPORTED;
     if (s != CUBLAS_STATUS_SUCCESS) {
         free(t);
         return s;

@@ -23,6 +23,7 @@
  *
  * Prints failures to stderr and ends with "N passed, N failed"; exit status
  * 0 only when nothing failed. */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -861,6 +862,82 @@ static void test_refusals(cublasLtHandle_t lt)
           "status names");
 }
 
+/* TFCORE_EMU_CUBLASLT_REFUSE: the stand-in refuses, on request, what a real
+ * cuBLASLt may have no algorithm for, so that backend-cuda's fallbacks run. */
+static void test_refuse_on_request(void)
+{
+    cublasLtHandle_t h;
+    setenv("TFCORE_EMU_CUBLASLT_REFUSE", "gelu,bias-f3", 1);
+    cublasStatus_t s = cublasLtCreate(&h);
+    CHECK(s == CUBLAS_STATUS_INVALID_VALUE, "unknown word: %s", cublasLtGetStatusName(s));
+
+    cublasLtMatrixLayout_t l16;
+    cublasLtMatmulPreference_t pref;
+    cublasLtMatmulHeuristicResult_t res;
+    int found;
+    MUST(cublasLtMatrixLayoutCreate(&l16, CUDA_R_16F, 8, 8, 8));
+    MUST(cublasLtMatmulPreferenceCreate(&pref));
+    uint16_t *dx = dev_alloc(64 * 2), *dd = dev_alloc(64 * 2), *daux = dev_alloc(64 * 2), got[64],
+             fill[64];
+    float *dbias = dev_alloc(8 * 4);
+    for (int i = 0; i < 64; i++) fill[i] = 0x3c00; /* 1.0 */
+    upload(dx, fill, sizeof fill);
+    upload(dd, fill, sizeof fill);
+    static const struct {
+        const char *env;
+        uint32_t epi;
+        int32_t bias_type;
+        cublasStatus_t heuristic, matmul;
+    } cases[] = {
+        {"bias-f32,gelu", CUBLASLT_EPILOGUE_BIAS, CUDA_R_32F, CUBLAS_STATUS_NOT_SUPPORTED, CUBLAS_STATUS_NOT_SUPPORTED},
+        {"bias-f32,gelu", CUBLASLT_EPILOGUE_BIAS, CUDA_R_16F, CUBLAS_STATUS_SUCCESS, CUBLAS_STATUS_SUCCESS},
+        {"bias-f32,gelu", CUBLASLT_EPILOGUE_GELU_AUX_BIAS, CUDA_R_16F, CUBLAS_STATUS_NOT_SUPPORTED, CUBLAS_STATUS_NOT_SUPPORTED},
+        {"bias-f32,gelu", CUBLASLT_EPILOGUE_DEFAULT, -1, CUBLAS_STATUS_SUCCESS, CUBLAS_STATUS_SUCCESS},
+        {"gelu,at-matmul", CUBLASLT_EPILOGUE_GELU_AUX_BIAS, CUDA_R_32F, CUBLAS_STATUS_SUCCESS, CUBLAS_STATUS_NOT_SUPPORTED},
+        {"", CUBLASLT_EPILOGUE_GELU_AUX_BIAS, CUDA_R_32F, CUBLAS_STATUS_SUCCESS, CUBLAS_STATUS_SUCCESS},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        setenv("TFCORE_EMU_CUBLASLT_REFUSE", cases[i].env, 1);
+        MUST(cublasLtCreate(&h));
+        cublasLtMatmulDesc_t desc;
+        MUST(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+        uint32_t e = cases[i].epi;
+        int32_t bt = cases[i].bias_type;
+        int64_t ld = 8;
+        const void *bias = dbias;
+        void *aux = daux;
+        MUST(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e));
+        MUST(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt));
+        MUST(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+        MUST(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux,
+                                            sizeof aux));
+        MUST(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld, sizeof ld));
+        found = 7;
+        s = cublasLtMatmulAlgoGetHeuristic(h, desc, l16, l16, l16, l16, pref, 1, &res, &found);
+        CHECK(s == cases[i].heuristic && found == (s == CUBLAS_STATUS_SUCCESS),
+              "REFUSE=%s epilogue %u bias type %d: heuristic %s, %d found", cases[i].env,
+              cases[i].epi, cases[i].bias_type, cublasLtGetStatusName(s), found);
+        float alpha = 1, beta = 0;
+        s = cublasLtMatmul(h, desc, &alpha, dx, l16, dx, l16, &beta, dd, l16, dd, l16, NULL, NULL,
+                           0, stream);
+        download(got, dd, sizeof got);
+        CHECK(s == cases[i].matmul &&
+                  (s == CUBLAS_STATUS_SUCCESS || memcmp(got, fill, sizeof got) == 0),
+              "REFUSE=%s epilogue %u bias type %d: matmul %s", cases[i].env, cases[i].epi,
+              cases[i].bias_type, cublasLtGetStatusName(s));
+        upload(dd, fill, sizeof fill);
+        cublasLtMatmulDescDestroy(desc);
+        MUST(cublasLtDestroy(h));
+    }
+    unsetenv("TFCORE_EMU_CUBLASLT_REFUSE");
+    cublasLtMatrixLayoutDestroy(l16);
+    cublasLtMatmulPreferenceDestroy(pref);
+    cudaFree(dx);
+    cudaFree(dd);
+    cudaFree(daux);
+    cudaFree(dbias);
+}
+
 int main(void)
 {
     cublasLtHandle_t lt;
@@ -871,6 +948,7 @@ int main(void)
     test_rounding(lt);
     test_descriptor_read_at_call(lt);
     test_refusals(lt);
+    test_refuse_on_request();
     test_all_combinations(lt);
     MUST(cublasLtDestroy(lt));
     cudaFree(workspace);

@@ -15,7 +15,7 @@
  * Anything else declared here (ReLU and BGRADA/B epilogues, ORDER_ROW, other
  * compute types, device pointer mode, TRANSC = T, op C) is refused with
  * CUBLAS_STATUS_NOT_SUPPORTED; attributes not declared here do not compile.
- * See tests/cuda-emu/README.md, "cuBLASLt stand-in". */
+ * TFCORE_EMU_CUBLASLT_REFUSE (cublaslt.c) makes it refuse more on request. See tests/cuda-emu/README.md, "cuBLASLt stand-in". */
 #ifndef TF_CUDA_EMU_CUBLASLT_H
 #define TF_CUDA_EMU_CUBLASLT_H
 
