@@ -32,7 +32,9 @@
  * unspecified, as after an abort). Later collectives of a communicator in
  * error do nothing. A peer's abort or death is also reported by
  * ncclCommGetAsyncError when no collective is pending. */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -223,7 +225,10 @@ static ncclResult_t peer_failure(ncclComm_t c, uint64_t need, bool check_pids, c
     /* a peer's death first: an abort is often another rank's answer to it */
     for (int r = 0; r < c->nranks && (check_pids || remote_abort); r++) {
         rank_slot *sl = &s->slots[r];
-        if (r != c->rank && atomic_load(&sl->state) == SLOT_JOINED && !pid_alive(sl->pid)) {
+        /* the state again after the pid: a rank that aborted or left and then
+         * exited did not die */
+        if (r != c->rank && atomic_load(&sl->state) == SLOT_JOINED && !pid_alive(sl->pid) &&
+            atomic_load(&sl->state) == SLOT_JOINED) {
             snprintf(why, n, "rank %d (pid %d) died", r, (int)sl->pid);
             return ncclRemoteError;
         }

@@ -6,7 +6,9 @@
  * mismatched collectives, ncclCommAbort by one rank, a killed rank, a
  * missing rank at init, disagreeing nranks, invalid arguments.
  * Prints `PASS: name` / `FAIL: name: why` per case; exits 1 on a failure. */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <dirent.h>
 #include <math.h>
 #include <pthread.h>
@@ -110,10 +112,12 @@ typedef struct rank_ctx {
     ncclComm_t comm;
 } rank_ctx;
 
+/* Rank r on emulated device r (TFCORE_EMU_DEVICES=4): the threads of one
+ * process must not share a device, as with real NCCL. */
 static int rank_setup(int rank, int n, ncclUniqueId id, rank_ctx *x)
 {
-    CU(cudaSetDevice(0));
-    CU(cudaStreamCreate(&x->s));
+    CU(cudaSetDevice(rank));
+    CU(cudaStreamCreateWithFlags(&x->s, cudaStreamNonBlocking));
     NC(ncclCommInitRank(&x->comm, n, id, rank));
     return 0;
 }
@@ -500,6 +504,10 @@ static int case_invalid_args(int rank, int n, ncclUniqueId id)
     rank_ctx x;
     if (rank_setup(rank, n, id, &x)) return 1;
     float host[4] = {0};
+    void *other = NULL;
+    CU(cudaSetDevice((rank + 1) % 4));
+    CU(cudaMalloc(&other, 16));
+    CU(cudaSetDevice(rank));
     void *d = upload(&TYPES[0], rank, 4);
     struct {
         ncclResult_t got;
@@ -507,6 +515,7 @@ static int case_invalid_args(int rank, int n, ncclUniqueId id)
     } cases[] = {
         {ncclAllReduce(host, host, 4, ncclFloat32, ncclSum, x.comm, x.s), "a host buffer"},
         {ncclAllReduce(d, d, 5, ncclFloat32, ncclSum, x.comm, x.s), "a count past the allocation"},
+        {ncclAllReduce(other, other, 4, ncclFloat32, ncclSum, x.comm, x.s), "another device's buffer"},
         {ncclBroadcast(d, d, 4, ncclFloat32, n, x.comm, x.s), "root == nranks"},
         {ncclAllReduce(d, d, 4, (ncclDataType_t)42, ncclSum, x.comm, x.s), "type 42"},
         {ncclAllReduce(d, d, 4, ncclFloat32, (ncclRedOp_t)9, x.comm, x.s), "op 9"},
@@ -566,6 +575,7 @@ int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
     setenv("TFCORE_EMU_NCCL_TIMEOUT_S", "30", 0);
+    setenv("TFCORE_EMU_DEVICES", "4", 1); /* before any rank starts the runtime */
     for (int n = 2; n <= 4; n += 2) {
         char name[128];
 #define RUN(fn, label, killed)                                                                     \
