@@ -124,7 +124,8 @@ const char *cublasLtGetStatusString(cublasStatus_t s)
     case CUBLAS_STATUS_EXECUTION_FAILED: return "the GPU program failed to execute";
     case CUBLAS_STATUS_INTERNAL_ERROR: return "an internal operation failed";
     case CUBLAS_STATUS_NOT_SUPPORTED: return "the functionality requested is not supported";
-    case CUBLAS_STATUS_LICENSE_ERROR: return "an error was detected when checking the current licensing";
+    case CUBLAS_STATUS_LICENSE_ERROR:
+        return "an error was detected when checking the current licensing";
     }
     return "unknown cuBLAS status";
 }
@@ -142,7 +143,8 @@ static bool refuse_words(const char *s, uint32_t *bits)
     static const struct {
         const char *word;
         uint32_t bit;
-    } words[] = {{"bias-f32", REFUSE_BIAS_F32}, {"gelu", REFUSE_GELU}, {"at-matmul", REFUSE_AT_MATMUL}};
+    } words[] = {
+        {"bias-f32", REFUSE_BIAS_F32}, {"gelu", REFUSE_GELU}, {"at-matmul", REFUSE_AT_MATMUL}};
     *bits = 0;
     while (s && *s) {
         size_t n = strcspn(s, ",");
@@ -207,17 +209,34 @@ static bool implemented_epilogue(uint32_t e)
 }
 
 /* The flag bits of the implemented epilogues (cublasLtEpilogue_t's values). */
-static bool epi_bias(uint32_t e) { return e == CUBLASLT_EPILOGUE_BIAS || e == CUBLASLT_EPILOGUE_GELU_BIAS || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS; }
-static bool epi_gelu(uint32_t e) { return e == CUBLASLT_EPILOGUE_GELU || e == CUBLASLT_EPILOGUE_GELU_BIAS || e == CUBLASLT_EPILOGUE_GELU_AUX || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS; }
-static bool epi_aux_out(uint32_t e) { return e == CUBLASLT_EPILOGUE_GELU_AUX || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS; }
-static bool epi_dgelu(uint32_t e) { return e == CUBLASLT_EPILOGUE_DGELU || e == CUBLASLT_EPILOGUE_DGELU_BGRAD; }
-static bool epi_bgrad(uint32_t e) { return e == CUBLASLT_EPILOGUE_DGELU_BGRAD; }
+static bool epi_bias(uint32_t e)
+{
+    return e == CUBLASLT_EPILOGUE_BIAS || e == CUBLASLT_EPILOGUE_GELU_BIAS ||
+           e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+}
+static bool epi_gelu(uint32_t e)
+{
+    return e == CUBLASLT_EPILOGUE_GELU || e == CUBLASLT_EPILOGUE_GELU_BIAS ||
+           e == CUBLASLT_EPILOGUE_GELU_AUX || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+}
+static bool epi_aux_out(uint32_t e)
+{
+    return e == CUBLASLT_EPILOGUE_GELU_AUX || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+}
+static bool epi_dgelu(uint32_t e)
+{
+    return e == CUBLASLT_EPILOGUE_DGELU || e == CUBLASLT_EPILOGUE_DGELU_BGRAD;
+}
+static bool epi_bgrad(uint32_t e)
+{
+    return e == CUBLASLT_EPILOGUE_DGELU_BGRAD;
+}
 
 /* Read an attribute value of exactly `size` bytes. */
-#define GET_VALUE(var)                                                     \
-    do {                                                                   \
-        if (size != sizeof(var)) return CUBLAS_STATUS_INVALID_VALUE;       \
-        memcpy(&(var), buf, sizeof(var));                                  \
+#define GET_VALUE(var)                                                                             \
+    do {                                                                                           \
+        if (size != sizeof(var)) return CUBLAS_STATUS_INVALID_VALUE;                               \
+        memcpy(&(var), buf, sizeof(var));                                                          \
     } while (0)
 
 /* --- matmul descriptor ------------------------------------------------------ */
@@ -250,8 +269,8 @@ cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t desc)
 }
 
 cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc,
-                                              cublasLtMatmulDescAttributes_t attr,
-                                              const void *buf, size_t size)
+                                              cublasLtMatmulDescAttributes_t attr, const void *buf,
+                                              size_t size)
 {
     if (!desc || desc->d.magic != MAGIC_DESC || !buf) return CUBLAS_STATUS_INVALID_VALUE;
     lt_desc *d = &desc->d;
@@ -262,7 +281,8 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc,
     switch (attr) {
     case CUBLASLT_MATMUL_DESC_POINTER_MODE:
         GET_VALUE(i32);
-        return i32 == CUBLASLT_POINTER_MODE_HOST ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_NOT_SUPPORTED;
+        return i32 == CUBLASLT_POINTER_MODE_HOST ? CUBLAS_STATUS_SUCCESS
+                                                 : CUBLAS_STATUS_NOT_SUPPORTED;
     case CUBLASLT_MATMUL_DESC_TRANSA:
     case CUBLASLT_MATMUL_DESC_TRANSB:
         GET_VALUE(i32);
@@ -509,7 +529,8 @@ static cublasStatus_t check_problem(cublasLtMatmulDesc_t desc, cublasLtMatrixLay
 /* Whether TFCORE_EMU_CUBLASLT_REFUSE asks to refuse this problem. */
 static bool refused_on_request(cublasLtHandle_t h, const problem *pr)
 {
-    return ((h->refuse & REFUSE_BIAS_F32) && (epi_bias(pr->d.epilogue) || epi_bgrad(pr->d.epilogue)) &&
+    return ((h->refuse & REFUSE_BIAS_F32) &&
+            (epi_bias(pr->d.epilogue) || epi_bgrad(pr->d.epilogue)) &&
             pr->bias_type == CUDA_R_32F && pr->dl.type != CUDA_R_32F) ||
            ((h->refuse & REFUSE_GELU) && (epi_gelu(pr->d.epilogue) || epi_dgelu(pr->d.epilogue)));
 }
@@ -528,7 +549,8 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t h, cublasLtMatmul
     problem pr;
     cublasStatus_t s = check_problem(desc, A, B, C, D, &pr);
     if (s != CUBLAS_STATUS_SUCCESS) return s;
-    if (!(h->refuse & REFUSE_AT_MATMUL) && refused_on_request(h, &pr)) return CUBLAS_STATUS_NOT_SUPPORTED;
+    if (!(h->refuse & REFUSE_AT_MATMUL) && refused_on_request(h, &pr))
+        return CUBLAS_STATUS_NOT_SUPPORTED;
     memset(&results[0], 0, sizeof results[0]);
     results[0].algo.data[0] = MAGIC_ALGO;
     results[0].workspaceSize = 0;
@@ -557,9 +579,9 @@ static double round_format(double x, int bits, int emin_q, double max_half)
     return r;
 }
 
-#define F16_MAX_HALF 65520.0                    /* (2 - 2^-11) · 2^15 */
-#define BF16_MAX_HALF 3.3961514845176846e38     /* (2 - 2^-8) · 2^127 */
-#define F32_MAX_HALF 3.4028235677973366e38      /* (2 - 2^-24) · 2^127 */
+#define F16_MAX_HALF 65520.0                /* (2 - 2^-11) · 2^15 */
+#define BF16_MAX_HALF 3.3961514845176846e38 /* (2 - 2^-8) · 2^127 */
+#define F32_MAX_HALF 3.4028235677973366e38  /* (2 - 2^-24) · 2^127 */
 
 static uint16_t f16_bits(double x)
 {
@@ -748,7 +770,8 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, con
     matmul_task *t = calloc(1, sizeof *t);
     if (!t) return CUBLAS_STATUS_ALLOC_FAILED;
     cublasStatus_t s = check_problem(desc, Adesc, Bdesc, Cdesc, Ddesc, &t->pr);
-    if (s == CUBLAS_STATUS_SUCCESS && refused_on_request(h, &t->pr)) s = CUBLAS_STATUS_NOT_SUPPORTED;
+    if (s == CUBLAS_STATUS_SUCCESS && refused_on_request(h, &t->pr))
+        s = CUBLAS_STATUS_NOT_SUPPORTED;
     if (s != CUBLAS_STATUS_SUCCESS) {
         free(t);
         return s;
@@ -771,10 +794,10 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, con
     if (ok && (epi_bias(e) || epi_bgrad(e)))
         ok = pr->m == 0 || device_span_ok(pr->d.bias, (size_t)pr->m, pr->bias_type, dev);
     if (ok && (epi_aux_out(e) || epi_dgelu(e)))
-        ok = device_span_ok(pr->d.aux,
-                            span_elems(pr->dl.rows, pr->dl.cols, pr->d.aux_ld, pr->batch,
-                                       pr->d.aux_stride),
-                            pr->aux_type, dev);
+        ok = device_span_ok(
+            pr->d.aux,
+            span_elems(pr->dl.rows, pr->dl.cols, pr->d.aux_ld, pr->batch, pr->d.aux_stride),
+            pr->aux_type, dev);
     if (ok && ws_bytes > 0) ok = workspace && emu_is_device_span(workspace, ws_bytes, dev);
     /* in place: "C == D" needs the same layout */
     if (ok && C == D && t->beta != 0.0f && !same_layout(&pr->c, &pr->dl)) ok = false;

@@ -40,28 +40,27 @@ __extension__ typedef _Float16 f16_t;
 
 static int n_pass, n_fail;
 
-#define CHECK(cond, ...)                                                    \
-    do {                                                                    \
-        if (cond) {                                                         \
-            n_pass++;                                                       \
-        } else {                                                            \
-            n_fail++;                                                       \
-            if (n_fail <= 40) {                                             \
-                fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);        \
-                fprintf(stderr, __VA_ARGS__);                               \
-                fputc('\n', stderr);                                        \
-            }                                                               \
-        }                                                                   \
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (cond) {                                                                                \
+            n_pass++;                                                                              \
+        } else {                                                                                   \
+            n_fail++;                                                                              \
+            if (n_fail <= 40) {                                                                    \
+                fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                               \
+                fprintf(stderr, __VA_ARGS__);                                                      \
+                fputc('\n', stderr);                                                               \
+            }                                                                                      \
+        }                                                                                          \
     } while (0)
 
-#define MUST(call)                                                                   \
-    do {                                                                             \
-        int rc_ = (int)(call);                                                       \
-        if (rc_ != 0) {                                                              \
-            fprintf(stderr, "FATAL %s:%d: %s returned %d\n", __FILE__, __LINE__, #call, \
-                    rc_);                                                            \
-            exit(1);                                                                 \
-        }                                                                            \
+#define MUST(call)                                                                                 \
+    do {                                                                                           \
+        int rc_ = (int)(call);                                                                     \
+        if (rc_ != 0) {                                                                            \
+            fprintf(stderr, "FATAL %s:%d: %s returned %d\n", __FILE__, __LINE__, #call, rc_);      \
+            exit(1);                                                                               \
+        }                                                                                          \
     } while (0)
 
 /* --- host-side numbers, written independently of the stand-in ------------------- */
@@ -187,15 +186,15 @@ static void download(void *h, const void *d, size_t bytes)
 
 typedef struct rm_gemm {
     int M, N, K, batch;
-    bool ta, tb;                    /* A stored [K, M] / B stored [N, K] */
-    int64_t lda, ldb, ldc;          /* row-major leading dimensions */
-    int64_t sa, sb, sc;             /* batch strides (elements) */
-    cudaDataType_t ab, c;           /* A and B, C (= D) storage types */
-    bool tf32;                      /* CUBLAS_COMPUTE_32F_FAST_TF32 */
-    uint32_t epi;                   /* cublasLtEpilogue_t */
-    cudaDataType_t bias_t;          /* bias / bias-gradient storage type */
+    bool ta, tb;           /* A stored [K, M] / B stored [N, K] */
+    int64_t lda, ldb, ldc; /* row-major leading dimensions */
+    int64_t sa, sb, sc;    /* batch strides (elements) */
+    cudaDataType_t ab, c;  /* A and B, C (= D) storage types */
+    bool tf32;             /* CUBLAS_COMPUTE_32F_FAST_TF32 */
+    uint32_t epi;          /* cublasLtEpilogue_t */
+    cudaDataType_t bias_t; /* bias / bias-gradient storage type */
     float alpha, beta;
-    bool in_place;                  /* D is C (as gemm.c) or a separate buffer */
+    bool in_place; /* D is C (as gemm.c) or a separate buffer */
 } rm_gemm;
 
 static bool has_bias(uint32_t e)
@@ -203,7 +202,10 @@ static bool has_bias(uint32_t e)
     return e == CUBLASLT_EPILOGUE_BIAS || e == CUBLASLT_EPILOGUE_GELU_BIAS ||
            e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
 }
-static bool has_bgrad(uint32_t e) { return e == CUBLASLT_EPILOGUE_DGELU_BGRAD; }
+static bool has_bgrad(uint32_t e)
+{
+    return e == CUBLASLT_EPILOGUE_DGELU_BGRAD;
+}
 static bool has_gelu(uint32_t e)
 {
     return e == CUBLASLT_EPILOGUE_GELU || e == CUBLASLT_EPILOGUE_GELU_BIAS ||
@@ -276,8 +278,8 @@ static cublasStatus_t lt_rowmajor_gemm(cublasLtHandle_t lt, const rm_gemm *g, co
             (s = cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld,
                                                 sizeof ld)) ||
             (g->batch > 1 &&
-             (s = cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE,
-                                                 &stride, sizeof stride))))
+             (s = cublasLtMatmulDescSetAttribute(
+                  desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE, &stride, sizeof stride))))
             goto out;
     }
     if ((s = set_layout(&la, g->ab, g->tb ? g->K : g->N, g->tb ? g->N : g->K, g->ldb, g->batch,
@@ -326,7 +328,7 @@ static void run_case(cublasLtHandle_t lt, const rm_gemm *g, const char *name)
     for (size_t i = 0; i < nb; i++) put(g->ab, hb, i, urand());
     for (size_t i = 0; i < nc; i++) {
         put(g->c, hc, i, g->beta == 0.0f ? NAN : 2 * urand()); /* NaN: beta = 0 must not read C */
-        put(g->c, hd, i, -777.0);                             /* D's padding must survive */
+        put(g->c, hd, i, -777.0);                              /* D's padding must survive */
         put(g->c, hx, i, aux_in(g->epi) ? 3 * urand() : 555.0);
     }
     for (size_t i = 0; i < nbias; i++) put(g->bias_t, hbias, i, has_bgrad(g->epi) ? NAN : urand());
@@ -350,14 +352,17 @@ static void run_case(cublasLtHandle_t lt, const rm_gemm *g, const char *name)
         const unsigned char *before_d = g->in_place ? hc : hd;
         bool ok = true;
         char why[256] = "";
-        double *bgrad = calloc((size_t)g->N, sizeof(double)), *bscale = calloc((size_t)g->N, sizeof(double));
+        double *bgrad = calloc((size_t)g->N, sizeof(double)),
+               *bscale = calloc((size_t)g->N, sizeof(double));
         for (int bt = 0; bt < g->batch && ok; bt++)
             for (int i = 0; i < g->M && ok; i++)
                 for (int j = 0; j < g->N && ok; j++) {
                     double acc = 0, scale = 0;
                     for (int p = 0; p < g->K; p++) {
-                        size_t ia = (size_t)(bt * g->sa + (g->ta ? p * g->lda + i : i * g->lda + p));
-                        size_t ib = (size_t)(bt * g->sb + (g->tb ? j * g->ldb + p : p * g->ldb + j));
+                        size_t ia =
+                            (size_t)(bt * g->sa + (g->ta ? p * g->lda + i : i * g->lda + p));
+                        size_t ib =
+                            (size_t)(bt * g->sb + (g->tb ? j * g->ldb + p : p * g->ldb + j));
                         double x = get(g->ab, ha, ia), y = get(g->ab, hb, ib);
                         if (g->tf32) {
                             x = tf32_of(x);
@@ -406,8 +411,8 @@ static void run_case(cublasLtHandle_t lt, const rm_gemm *g, const char *name)
         for (size_t e = 0; e < nc && ok; e++) {
             int64_t in_batch = g->sc ? (int64_t)e % g->sc : (int64_t)e;
             int64_t bt = g->sc ? (int64_t)e / g->sc : 0;
-            bool inside = bt < g->batch && in_batch < (int64_t)g->M * g->ldc &&
-                          in_batch % g->ldc < g->N;
+            bool inside =
+                bt < g->batch && in_batch < (int64_t)g->M * g->ldc && in_batch % g->ldc < g->N;
             if (inside) continue;
             size_t sz = tsize(g->c);
             if (memcmp(od + e * sz, before_d + e * sz, sz) != 0 ||
@@ -471,15 +476,15 @@ static const char *epi_name(uint32_t e)
 static void test_all_combinations(cublasLtHandle_t lt)
 {
     static const int shapes[][3] = {{1, 1, 1}, {7, 33, 1}, {33, 7, 7}, {7, 7, 33}, {1, 33, 7}};
-    static const uint32_t epis[] = {
-        CUBLASLT_EPILOGUE_DEFAULT,  CUBLASLT_EPILOGUE_BIAS,          CUBLASLT_EPILOGUE_GELU,
-        CUBLASLT_EPILOGUE_GELU_BIAS, CUBLASLT_EPILOGUE_GELU_AUX,     CUBLASLT_EPILOGUE_GELU_AUX_BIAS,
-        CUBLASLT_EPILOGUE_DGELU,    CUBLASLT_EPILOGUE_DGELU_BGRAD};
+    static const uint32_t epis[] = {CUBLASLT_EPILOGUE_DEFAULT,  CUBLASLT_EPILOGUE_BIAS,
+                                    CUBLASLT_EPILOGUE_GELU,     CUBLASLT_EPILOGUE_GELU_BIAS,
+                                    CUBLASLT_EPILOGUE_GELU_AUX, CUBLASLT_EPILOGUE_GELU_AUX_BIAS,
+                                    CUBLASLT_EPILOGUE_DGELU,    CUBLASLT_EPILOGUE_DGELU_BGRAD};
     static const struct {
         cudaDataType_t ab, c;
         bool tf32;
-    } types[] = {{CUDA_R_32F, CUDA_R_32F, false}, {CUDA_R_32F, CUDA_R_32F, true},
-                 {CUDA_R_16F, CUDA_R_16F, false}, {CUDA_R_16F, CUDA_R_32F, false},
+    } types[] = {{CUDA_R_32F, CUDA_R_32F, false},   {CUDA_R_32F, CUDA_R_32F, true},
+                 {CUDA_R_16F, CUDA_R_16F, false},   {CUDA_R_16F, CUDA_R_32F, false},
                  {CUDA_R_16BF, CUDA_R_16BF, false}, {CUDA_R_16BF, CUDA_R_32F, false}};
     static const float ab_pairs[][2] = {{1.0f, 0.0f}, {0.75f, -1.5f}};
     int cases = 0;
@@ -510,7 +515,8 @@ static void test_all_combinations(cublasLtHandle_t lt)
                                     g.ldb = (g.tb ? g.K : g.N) + pad;
                                     g.ldc = g.N + pad;
                                     bool aux = aux_out(e) || aux_in(e);
-                                    if (aux) g.ldc = (g.ldc + 7) / 8 * 8; /* AUX_LD: multiple of 8 */
+                                    if (aux)
+                                        g.ldc = (g.ldc + 7) / 8 * 8; /* AUX_LD: multiple of 8 */
                                     g.sa = (g.ta ? g.K : g.M) * g.lda + 5;
                                     g.sb = (g.tb ? g.N : g.K) * g.ldb + 2;
                                     g.sc = g.M * g.ldc + 11;
@@ -549,7 +555,8 @@ static void test_all_combinations(cublasLtHandle_t lt)
 static void test_column_major_by_hand(cublasLtHandle_t lt)
 {
     const float a[6] = {1, 2, 3, 4, 5, 6}, at[6] = {1, 3, 5, 2, 4, 6}, b[6] = {1, 0, 2, 0, 1, 1};
-    const float bias[2] = {100, 200}, want[4] = {11, 14, 8, 10}, want_bias[4] = {111, 214, 108, 210};
+    const float bias[2] = {100, 200}, want[4] = {11, 14, 8, 10},
+                want_bias[4] = {111, 214, 108, 210};
     float *da = dev_alloc(sizeof a), *dat = dev_alloc(sizeof at), *db = dev_alloc(sizeof b),
           *dbias = dev_alloc(sizeof bias), *dd = dev_alloc(4 * sizeof(float));
     upload(da, a, sizeof a);
@@ -570,7 +577,8 @@ static void test_column_major_by_hand(cublasLtHandle_t lt)
             MUST(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &p,
                                                 sizeof p));
         }
-        MUST(cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, trans ? 3 : 2, trans ? 2 : 3, trans ? 3 : 2));
+        MUST(cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, trans ? 3 : 2, trans ? 2 : 3,
+                                        trans ? 3 : 2));
         MUST(cublasLtMatrixLayoutCreate(&lb, CUDA_R_32F, 3, 2, 3));
         MUST(cublasLtMatrixLayoutCreate(&ld, CUDA_R_32F, 2, 2, 2));
         float alpha = 1, beta = 0, got[4];
@@ -656,7 +664,8 @@ static void test_rounding(cublasLtHandle_t lt)
     MUST(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e));
     MUST(cublasLtMatrixLayoutCreate(&l, CUDA_R_32F, 1, 1, 1));
     float alpha = 1, beta = 0;
-    MUST(cublasLtMatmul(lt, desc, &alpha, d1, l, d1, l, &beta, dd, l, dd, l, NULL, NULL, 0, stream));
+    MUST(
+        cublasLtMatmul(lt, desc, &alpha, d1, l, d1, l, &beta, dd, l, dd, l, NULL, NULL, 0, stream));
     download(&got, dd, 4);
     CHECK(fabs(got - 0.84119199) < 1e-6, "gelu(1) = %.8f, want the tanh form 0.84119199",
           (double)got);
@@ -685,10 +694,12 @@ static void test_descriptor_read_at_call(cublasLtHandle_t lt)
     float alpha = 1, beta = 0, g1 = 0, g2 = 0;
     const void *p = db1;
     MUST(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &p, sizeof p));
-    MUST(cublasLtMatmul(lt, desc, &alpha, d1, l, d1, l, &beta, dd1, l, dd1, l, NULL, NULL, 0, stream));
+    MUST(cublasLtMatmul(lt, desc, &alpha, d1, l, d1, l, &beta, dd1, l, dd1, l, NULL, NULL, 0,
+                        stream));
     p = db2;
     MUST(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &p, sizeof p));
-    MUST(cublasLtMatmul(lt, desc, &alpha, d1, l, d1, l, &beta, dd2, l, dd2, l, NULL, NULL, 0, stream));
+    MUST(cublasLtMatmul(lt, desc, &alpha, d1, l, d1, l, &beta, dd2, l, dd2, l, NULL, NULL, 0,
+                        stream));
     cublasLtMatmulDescDestroy(desc); /* the queued products must not need it */
     cublasLtMatrixLayoutDestroy(l);
     download(&g1, dd1, 4);
@@ -716,9 +727,13 @@ static void test_refusals(cublasLtHandle_t lt)
     s = cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_16F);
     CHECK(s == CUBLAS_STATUS_NOT_SUPPORTED, "scale type f16: %s", cublasLtGetStatusName(s));
     MUST(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    static const uint32_t refused[] = {CUBLASLT_EPILOGUE_RELU, CUBLASLT_EPILOGUE_RELU_BIAS,
-                                       CUBLASLT_EPILOGUE_DRELU_BGRAD, CUBLASLT_EPILOGUE_BGRADA,
-                                       CUBLASLT_EPILOGUE_BGRADB, 0, 1000};
+    static const uint32_t refused[] = {CUBLASLT_EPILOGUE_RELU,
+                                       CUBLASLT_EPILOGUE_RELU_BIAS,
+                                       CUBLASLT_EPILOGUE_DRELU_BGRAD,
+                                       CUBLASLT_EPILOGUE_BGRADA,
+                                       CUBLASLT_EPILOGUE_BGRADB,
+                                       0,
+                                       1000};
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
         s = cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &refused[i],
                                            sizeof refused[i]);
@@ -833,8 +848,8 @@ static void test_refusals(cublasLtHandle_t lt)
     MUST(cublasLtMatrixLayoutCreate(&l34, CUDA_R_32F, 3, 4, 3));
     cublasLtMatrixLayout_t l3x4;
     MUST(cublasLtMatrixLayoutCreate(&l3x4, CUDA_R_32F, 3, 4, 3));
-    s = cublasLtMatmul(lt, desc, &alpha, da, l3x4, da, l4, &beta, dd, l4ld5, dd, l34, NULL, NULL,
-                       0, stream);
+    s = cublasLtMatmul(lt, desc, &alpha, da, l3x4, da, l4, &beta, dd, l4ld5, dd, l34, NULL, NULL, 0,
+                       stream);
     CHECK(s == CUBLAS_STATUS_INVALID_VALUE, "in place with ldc 4, ldd 3: %s",
           cublasLtGetStatusName(s));
     cublasLtMatmulAlgo_t junk = {{1, 2, 3}};
@@ -857,7 +872,8 @@ static void test_refusals(cublasLtHandle_t lt)
     cudaFree(da);
     cudaFree(dd);
     cudaFree(dshort);
-    CHECK(strcmp(cublasLtGetStatusName(CUBLAS_STATUS_NOT_SUPPORTED), "CUBLAS_STATUS_NOT_SUPPORTED") == 0 &&
+    CHECK(strcmp(cublasLtGetStatusName(CUBLAS_STATUS_NOT_SUPPORTED),
+                 "CUBLAS_STATUS_NOT_SUPPORTED") == 0 &&
               cublasLtGetStatusString(CUBLAS_STATUS_INVALID_VALUE)[0] != '\0',
           "status names");
 }
@@ -889,12 +905,18 @@ static void test_refuse_on_request(void)
         int32_t bias_type;
         cublasStatus_t heuristic, matmul;
     } cases[] = {
-        {"bias-f32,gelu", CUBLASLT_EPILOGUE_BIAS, CUDA_R_32F, CUBLAS_STATUS_NOT_SUPPORTED, CUBLAS_STATUS_NOT_SUPPORTED},
-        {"bias-f32,gelu", CUBLASLT_EPILOGUE_BIAS, CUDA_R_16F, CUBLAS_STATUS_SUCCESS, CUBLAS_STATUS_SUCCESS},
-        {"bias-f32,gelu", CUBLASLT_EPILOGUE_GELU_AUX_BIAS, CUDA_R_16F, CUBLAS_STATUS_NOT_SUPPORTED, CUBLAS_STATUS_NOT_SUPPORTED},
-        {"bias-f32,gelu", CUBLASLT_EPILOGUE_DEFAULT, -1, CUBLAS_STATUS_SUCCESS, CUBLAS_STATUS_SUCCESS},
-        {"gelu,at-matmul", CUBLASLT_EPILOGUE_GELU_AUX_BIAS, CUDA_R_32F, CUBLAS_STATUS_SUCCESS, CUBLAS_STATUS_NOT_SUPPORTED},
-        {"", CUBLASLT_EPILOGUE_GELU_AUX_BIAS, CUDA_R_32F, CUBLAS_STATUS_SUCCESS, CUBLAS_STATUS_SUCCESS},
+        {"bias-f32,gelu", CUBLASLT_EPILOGUE_BIAS, CUDA_R_32F, CUBLAS_STATUS_NOT_SUPPORTED,
+         CUBLAS_STATUS_NOT_SUPPORTED},
+        {"bias-f32,gelu", CUBLASLT_EPILOGUE_BIAS, CUDA_R_16F, CUBLAS_STATUS_SUCCESS,
+         CUBLAS_STATUS_SUCCESS},
+        {"bias-f32,gelu", CUBLASLT_EPILOGUE_GELU_AUX_BIAS, CUDA_R_16F, CUBLAS_STATUS_NOT_SUPPORTED,
+         CUBLAS_STATUS_NOT_SUPPORTED},
+        {"bias-f32,gelu", CUBLASLT_EPILOGUE_DEFAULT, -1, CUBLAS_STATUS_SUCCESS,
+         CUBLAS_STATUS_SUCCESS},
+        {"gelu,at-matmul", CUBLASLT_EPILOGUE_GELU_AUX_BIAS, CUDA_R_32F, CUBLAS_STATUS_SUCCESS,
+         CUBLAS_STATUS_NOT_SUPPORTED},
+        {"", CUBLASLT_EPILOGUE_GELU_AUX_BIAS, CUDA_R_32F, CUBLAS_STATUS_SUCCESS,
+         CUBLAS_STATUS_SUCCESS},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         setenv("TFCORE_EMU_CUBLASLT_REFUSE", cases[i].env, 1);
@@ -907,11 +929,14 @@ static void test_refuse_on_request(void)
         const void *bias = dbias;
         void *aux = daux;
         MUST(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e));
-        MUST(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt));
-        MUST(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+        MUST(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt,
+                                            sizeof bt));
+        MUST(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                            sizeof bias));
         MUST(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux,
                                             sizeof aux));
-        MUST(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld, sizeof ld));
+        MUST(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld,
+                                            sizeof ld));
         found = 7;
         s = cublasLtMatmulAlgoGetHeuristic(h, desc, l16, l16, l16, l16, pref, 1, &res, &found);
         CHECK(s == cases[i].heuristic && found == (s == CUBLAS_STATUS_SUCCESS),

@@ -15,7 +15,8 @@
  * Anything else declared here (ReLU and BGRADA/B epilogues, ORDER_ROW, other
  * compute types, device pointer mode, TRANSC = T, op C) is refused with
  * CUBLAS_STATUS_NOT_SUPPORTED; attributes not declared here do not compile.
- * TFCORE_EMU_CUBLASLT_REFUSE (cublaslt.c) makes it refuse more on request. See tests/cuda-emu/README.md, "cuBLASLt stand-in". */
+ * TFCORE_EMU_CUBLASLT_REFUSE (cublaslt.c) makes it refuse more on request.
+ * See tests/cuda-emu/README.md, "cuBLASLt stand-in". */
 #ifndef TF_CUDA_EMU_CUBLASLT_H
 #define TF_CUDA_EMU_CUBLASLT_H
 
@@ -76,18 +77,21 @@ typedef struct {
     int reserved[4];
 } cublasLtMatmulHeuristicResult_t;
 
-typedef enum { CUBLASLT_POINTER_MODE_HOST = 0, CUBLASLT_POINTER_MODE_DEVICE = 1 } cublasLtPointerMode_t;
+typedef enum {
+    CUBLASLT_POINTER_MODE_HOST = 0,
+    CUBLASLT_POINTER_MODE_DEVICE = 1
+} cublasLtPointerMode_t;
 
 typedef enum {
-    CUBLASLT_MATMUL_DESC_COMPUTE_TYPE = 0,     /* int32_t, read only here */
-    CUBLASLT_MATMUL_DESC_SCALE_TYPE = 1,       /* int32_t, read only here */
-    CUBLASLT_MATMUL_DESC_POINTER_MODE = 2,     /* int32_t, HOST only */
-    CUBLASLT_MATMUL_DESC_TRANSA = 3,           /* int32_t cublasOperation_t */
-    CUBLASLT_MATMUL_DESC_TRANSB = 4,           /* int32_t cublasOperation_t */
-    CUBLASLT_MATMUL_DESC_TRANSC = 5,           /* int32_t, N only */
-    CUBLASLT_MATMUL_DESC_EPILOGUE = 7,         /* uint32_t cublasLtEpilogue_t */
-    CUBLASLT_MATMUL_DESC_BIAS_POINTER = 8,     /* const void * (void * for BGRAD) */
-    CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE = 10, /* int64_t, 0 only */
+    CUBLASLT_MATMUL_DESC_COMPUTE_TYPE = 0,               /* int32_t, read only here */
+    CUBLASLT_MATMUL_DESC_SCALE_TYPE = 1,                 /* int32_t, read only here */
+    CUBLASLT_MATMUL_DESC_POINTER_MODE = 2,               /* int32_t, HOST only */
+    CUBLASLT_MATMUL_DESC_TRANSA = 3,                     /* int32_t cublasOperation_t */
+    CUBLASLT_MATMUL_DESC_TRANSB = 4,                     /* int32_t cublasOperation_t */
+    CUBLASLT_MATMUL_DESC_TRANSC = 5,                     /* int32_t, N only */
+    CUBLASLT_MATMUL_DESC_EPILOGUE = 7,                   /* uint32_t cublasLtEpilogue_t */
+    CUBLASLT_MATMUL_DESC_BIAS_POINTER = 8,               /* const void * (void * for BGRAD) */
+    CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE = 10,         /* int64_t, 0 only */
     CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER = 11,      /* void * */
     CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD = 12,           /* int64_t, elements */
     CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE = 13, /* int64_t, elements */
@@ -117,13 +121,13 @@ typedef enum {
 typedef enum { CUBLASLT_ORDER_COL = 0, CUBLASLT_ORDER_ROW = 1 } cublasLtOrder_t;
 
 typedef enum {
-    CUBLASLT_MATRIX_LAYOUT_TYPE = 0,                 /* uint32_t cudaDataType_t */
-    CUBLASLT_MATRIX_LAYOUT_ORDER = 1,                /* int32_t, COL only */
-    CUBLASLT_MATRIX_LAYOUT_ROWS = 2,                 /* uint64_t */
-    CUBLASLT_MATRIX_LAYOUT_COLS = 3,                 /* uint64_t */
-    CUBLASLT_MATRIX_LAYOUT_LD = 4,                   /* int64_t */
-    CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT = 5,          /* int32_t, default 1 */
-    CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET = 6  /* int64_t elements, default 0 */
+    CUBLASLT_MATRIX_LAYOUT_TYPE = 0,                /* uint32_t cudaDataType_t */
+    CUBLASLT_MATRIX_LAYOUT_ORDER = 1,               /* int32_t, COL only */
+    CUBLASLT_MATRIX_LAYOUT_ROWS = 2,                /* uint64_t */
+    CUBLASLT_MATRIX_LAYOUT_COLS = 3,                /* uint64_t */
+    CUBLASLT_MATRIX_LAYOUT_LD = 4,                  /* int64_t */
+    CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT = 5,         /* int32_t, default 1 */
+    CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET = 6 /* int64_t elements, default 0 */
 } cublasLtMatrixLayoutAttribute_t;
 
 typedef enum {
@@ -142,12 +146,11 @@ const char *cublasLtGetStatusString(cublasStatus_t status);
 size_t cublasLtGetVersion(void);
 
 cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *matmulDesc,
-                                        cublasComputeType_t computeType,
-                                        cudaDataType_t scaleType);
+                                        cublasComputeType_t computeType, cudaDataType_t scaleType);
 cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t matmulDesc);
 cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t matmulDesc,
-                                              cublasLtMatmulDescAttributes_t attr,
-                                              const void *buf, size_t sizeInBytes);
+                                              cublasLtMatmulDescAttributes_t attr, const void *buf,
+                                              size_t sizeInBytes);
 
 cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *matLayout, cudaDataType type,
                                           uint64_t rows, uint64_t cols, int64_t ld);
@@ -164,16 +167,11 @@ cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t p
 
 /* One algorithm (workspace 0) when the stand-in implements the problem;
  * CUBLAS_STATUS_NOT_SUPPORTED and *returnAlgoCount = 0 when it does not. */
-cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t lightHandle,
-                                              cublasLtMatmulDesc_t operationDesc,
-                                              cublasLtMatrixLayout_t Adesc,
-                                              cublasLtMatrixLayout_t Bdesc,
-                                              cublasLtMatrixLayout_t Cdesc,
-                                              cublasLtMatrixLayout_t Ddesc,
-                                              cublasLtMatmulPreference_t preference,
-                                              int requestedAlgoCount,
-                                              cublasLtMatmulHeuristicResult_t heuristicResultsArray[],
-                                              int *returnAlgoCount);
+cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
+    cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t operationDesc, cublasLtMatrixLayout_t Adesc,
+    cublasLtMatrixLayout_t Bdesc, cublasLtMatrixLayout_t Cdesc, cublasLtMatrixLayout_t Ddesc,
+    cublasLtMatmulPreference_t preference, int requestedAlgoCount,
+    cublasLtMatmulHeuristicResult_t heuristicResultsArray[], int *returnAlgoCount);
 
 /* Checks everything (types, shapes, epilogue, and that A, B, C (when beta !=
  * 0), D, bias, aux and the workspace are device memory of the stream's
