@@ -490,7 +490,8 @@ static void test_all_combinations(cublasLtHandle_t lt)
     int cases = 0;
     for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++)
         for (int tr = 0; tr < 4; tr++)
-            for (int lay = 0; lay < 3; lay++) /* tight; padded; padded, 3 batches */
+            /* tight; padded; padded, 3 batches; 2 batches sharing one A and one B (stride 0) */
+            for (int lay = 0; lay < 4; lay++)
                 for (size_t ei = 0; ei < sizeof epis / sizeof epis[0]; ei++)
                     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
                         for (int bias32 = 0; bias32 < 2; bias32++)
@@ -502,14 +503,14 @@ static void test_all_combinations(cublasLtHandle_t lt)
                                     if (bias32 && (!uses_bias || types[ti].c == CUDA_R_32F))
                                         continue;
                                     /* the bias gradient is not batched in cuBLASLt */
-                                    if (has_bgrad(e) && lay == 2) continue;
+                                    if (has_bgrad(e) && lay >= 2) continue;
                                     rm_gemm g = {0};
                                     g.M = shapes[sh][0];
                                     g.N = shapes[sh][1];
                                     g.K = shapes[sh][2];
                                     g.ta = tr & 1;
                                     g.tb = tr >> 1;
-                                    g.batch = lay == 2 ? 3 : 1;
+                                    g.batch = lay == 2 ? 3 : lay == 3 ? 2 : 1;
                                     int pad = lay == 0 ? 0 : 3;
                                     g.lda = (g.ta ? g.M : g.K) + pad;
                                     g.ldb = (g.tb ? g.K : g.N) + pad;
@@ -519,6 +520,7 @@ static void test_all_combinations(cublasLtHandle_t lt)
                                         g.ldc = (g.ldc + 7) / 8 * 8; /* AUX_LD: multiple of 8 */
                                     g.sa = (g.ta ? g.K : g.M) * g.lda + 5;
                                     g.sb = (g.tb ? g.N : g.K) * g.ldb + 2;
+                                    if (lay == 3) g.sa = g.sb = 0;
                                     g.sc = g.M * g.ldc + 11;
                                     if (aux) g.sc = (g.sc + 7) / 8 * 8;
                                     g.ab = types[ti].ab;
