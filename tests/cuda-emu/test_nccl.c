@@ -398,8 +398,11 @@ static int case_sequence(int rank, int n, ncclUniqueId id)
 }
 
 /* Every rank sees `want` as its asynchronous error within 10 s, with a
- * ncclGetLastError text containing `words`; the stream then drains. */
-static int expect_async(int rank, rank_ctx *x, ncclResult_t want, const char *words)
+ * ncclGetLastError text containing `words`; the stream then drains. The
+ * communicator is then destroyed (a peer's ncclCommDestroy is no error for a
+ * rank that has not yet looked) or, with `abort`, aborted (the others may
+ * see that abort before their own error). */
+static int expect_async_end(int rank, rank_ctx *x, ncclResult_t want, const char *words, bool abort)
 {
     double took = 0;
     ncclResult_t a = await_async_error(x->comm, 10, &took);
@@ -409,9 +412,15 @@ static int expect_async(int rank, rank_ctx *x, ncclResult_t want, const char *wo
     const char *last = ncclGetLastError(x->comm);
     if (!strstr(last, words)) return fail(rank, "last error \"%s\" does not say \"%s\"", last, words);
     CU(cudaStreamSynchronize(x->s));
-    NC(ncclCommAbort(x->comm));
+    if (abort) NC(ncclCommAbort(x->comm));
+    else NC(ncclCommDestroy(x->comm));
     CU(cudaStreamDestroy(x->s));
     return 0;
+}
+
+static int expect_async(int rank, rank_ctx *x, ncclResult_t want, const char *words)
+{
+    return expect_async_end(rank, x, want, words, true);
 }
 
 static int case_mismatch_count(int rank, int n, ncclUniqueId id)
@@ -422,7 +431,7 @@ static int case_mismatch_count(int rank, int n, ncclUniqueId id)
     void *a = upload(&TYPES[0], rank, 12);
     NC(ncclAllReduce(a, a, 4, ncclFloat32, ncclSum, x.comm, x.s)); /* #1 matches */
     NC(ncclAllReduce(a, a, count, ncclFloat32, ncclSum, x.comm, x.s));
-    return expect_async(rank, &x, ncclInvalidUsage, "collective #2 does not match");
+    return expect_async_end(rank, &x, ncclInvalidUsage, "collective #2 does not match", false);
 }
 
 static int case_mismatch_kind(int rank, int n, ncclUniqueId id)
@@ -432,7 +441,7 @@ static int case_mismatch_kind(int rank, int n, ncclUniqueId id)
     void *a = upload(&TYPES[0], rank, 8);
     if (rank == 1) NC(ncclBroadcast(a, a, 8, ncclFloat32, 0, x.comm, x.s));
     else NC(ncclAllReduce(a, a, 8, ncclFloat32, ncclSum, x.comm, x.s));
-    return expect_async(rank, &x, ncclInvalidUsage, "ncclBroadcast of 8 float32 from root 0");
+    return expect_async_end(rank, &x, ncclInvalidUsage, "ncclBroadcast of 8 float32 from root 0", false);
 }
 
 static int case_abort(int rank, int n, ncclUniqueId id)
