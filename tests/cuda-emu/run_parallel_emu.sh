@@ -6,6 +6,8 @@
 #    backend-cuda and comm-nccl over the NCCL stand-in), dp-master across 2
 #    emulated devices (threads) and mpi x2 on device buffers: the same
 #    parameters within 1e-5 relative (tests/params_diff);
+#  - nccl x3 on 50 rows trains, and its sharded evaluation of 37 rows gives
+#    one worker's metrics;
 #  - nccl x2 resumed from a checkpoint ends bit-identical to the
 #    uninterrupted run;
 #  - a killed nccl rank ends the job within 30 s, naming the rank, with no
@@ -64,12 +66,12 @@ cfg() {
 model = { plugin = "bert"; preset = "bert-tiny"; task = "classification"; num_labels = 2;
           max_position_embeddings = 64; hidden_dropout_prob = 0.0; attention_probs_dropout_prob = 0.0; };
 data = { plugin = "synthetic"; task = "classification"; num_labels = 2; seq_len = 32;
-         num_examples = ${EXAMPLES:-96}; eval_examples = 0; learnable = true; };
+         num_examples = ${EXAMPLES:-96}; eval_examples = ${EVAL_EXAMPLES:-0}; learnable = true; };
 backend = { plugin = "$3"; };
 training = { output_dir = "$tmp/$1"; max_steps = ${STEPS:-3}; per_device_train_batch_size = $2;
              gradient_accumulation_steps = 1; per_device_eval_batch_size = 8;
              learning_rate = 5e-5; warmup_steps = 0; weight_decay = 0.01; logging_steps = 1;
-             eval_strategy = "no"; save_strategy = "${SAVE:-no}"; ${SAVE:+save_steps = 2;} seed = 11; };
+             eval_strategy = "${EVAL:-no}"; ${EVAL:+eval_steps = 2;} save_strategy = "${SAVE:-no}"; ${SAVE:+save_steps = 2;} seed = 11; };
 ${4:-}
 CFG
 }
@@ -102,6 +104,20 @@ if "$tfcore" plugins 2>/dev/null | grep -Eq '^ *comm +mpi ' && command -v mpirun
     if grep -q "buffers: device memory" "$tmp/mpi2.out"; then pass "mpi2: comm-mpi reduced device buffers"
     else bad "mpi2: comm-mpi did not say it reduces device buffers" "$tmp/mpi2.out"; fi
 else bad "mpi2: comm plugin mpi or mpirun missing" "$tmp/plugins"; fi
+
+# a world size that does not divide the data: trains, and evaluates every
+# eval row once (the metrics of one worker), as tests/test_parallel.sh
+EXAMPLES=50 EVAL_EXAMPLES=37 EVAL=steps STEPS=2 cfg odd1 6 cpu
+EXAMPLES=50 EVAL_EXAMPLES=37 EVAL=steps STEPS=2 cfg odd3 2 cuda "$(nccl 3)"
+if train odd1 && train odd3 && python3 - "$tmp/odd1/results.json" "$tmp/odd3/results.json" <<'PY' >"$tmp/odd.txt" 2>&1
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+assert b["tfcore"]["global_step"] == 2 and b["tfcore"]["world_size"] == 3, b
+assert abs(a["eval_accuracy"] - b["eval_accuracy"]) < 1e-9, (a["eval_accuracy"], b["eval_accuracy"])
+assert abs(a["eval_loss"] - b["eval_loss"]) < 1e-4 * abs(a["eval_loss"]), (a["eval_loss"], b["eval_loss"])
+PY
+then pass "nccl3: 50 rows over 3 ranks train; sharded evaluation of 37 rows equals one worker's"
+else bad "nccl3: odd world size, sharded evaluation" "$tmp/odd1.out" "$tmp/odd3.out" "$tmp/odd.txt"; fi
 
 # resume: 4 steps with checkpoints every 2, then again from checkpoint-2
 STEPS=4 SAVE=steps cfg ckpt 8 cuda "$(nccl 2)"
