@@ -57,7 +57,11 @@ cppflags=(-D_GNU_SOURCE -DTFC_EMULATED "-DTF_PLUGIN_DESC_SUFFIX=\" (emulated, te
     -I"$emu/include" -I"$emu" -I"$top/core/include" -I"$dir/build")
 common=(-g "$opt" -fPIC -pthread $sanflags)
 cflags=(-std=c17 "${common[@]}" -Wall -Wno-unused-parameter)
-cxxflags=(-std=c++17 "${common[@]}" -Wall -Wno-unused-parameter -ffp-contract=off)
+# -fno-strict-aliasing: kernels type-pun through pointers (a __half2 read as
+# uint32_t, uint4 tiles read as T), which CUDA's compiler allows and g++'s
+# aliasing rules would let it drop. -ffp-contract=off: no fused multiply-adds
+# the source did not write, as the kernels' own rule.
+cxxflags=(-std=c++17 "${common[@]}" -Wall -Wno-unused-parameter -ffp-contract=off -fno-strict-aliasing)
 ldflags=(-shared -pthread $sanflags -Wl,-z,defs)
 obj="$dir/obj"
 mkdir -p "$obj/emu" "$obj/backend-cuda" "$obj/comm-nccl" "$obj/tests"
@@ -74,7 +78,7 @@ compile() {
     case "$src" in
     *.c) nice gcc "${cflags[@]}" "${cppflags[@]}" "$@" -c "$src" -o "$out" ;;
     *.cc) nice g++ "${cxxflags[@]}" "${cppflags[@]}" "$@" -c "$src" -o "$out" ;;
-    *.cu) nice g++ -x c++ "${cxxflags[@]}" "${cppflags[@]}" -D__CUDACC__ -include emu_simt.h \
+    *.cu) nice g++ -x c++ "${cxxflags[@]}" -Wno-unknown-pragmas "${cppflags[@]}" -D__CUDACC__ -include emu_simt.h \
         "$@" -c "$src" -o "$out" ;;
     esac
 }

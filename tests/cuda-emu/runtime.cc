@@ -57,6 +57,7 @@ struct task {
     emu_task_fn fn;
     void *arg;
     void (*arg_free)(void *);
+    bool always; /* completion markers run even after a sticky error */
 };
 
 /* Completion marker of one cudaEventRecord (or an internal one). */
@@ -207,7 +208,7 @@ void stream_main(CUstream_st *s)
             s->q.pop_front();
             s->busy = true;
         }
-        if (sticky_of(s->dev) == cudaSuccess) {
+        if (t.always || sticky_of(s->dev) == cudaSuccess) {
             cudaError_t e = t.fn(t.arg);
             if (e != cudaSuccess) set_sticky(s->dev, e);
         }
@@ -265,11 +266,17 @@ cudaError_t marker_wait_task(void *arg)
 /* Append to s's queue (no legacy-stream ordering). */
 void push(CUstream_st *s, emu_task_fn fn, void *arg, void (*arg_free)(void *))
 {
-    auto mk = std::make_shared<marker>();
     std::lock_guard<std::mutex> l(s->m);
-    s->q.push_back(task{fn, arg, arg_free});
-    s->q.push_back(task{marker_set_task, new std::shared_ptr<marker>(mk), marker_release});
-    s->last = mk;
+    if (fn == marker_set_task) {
+        /* a marker (an event record) is itself the stream's completion point */
+        s->q.push_back(task{fn, arg, arg_free, true});
+        s->last = *(std::shared_ptr<marker> *)arg;
+    } else {
+        auto mk = std::make_shared<marker>();
+        s->q.push_back(task{fn, arg, arg_free, false});
+        s->q.push_back(task{marker_set_task, new std::shared_ptr<marker>(mk), marker_release, true});
+        s->last = mk;
+    }
     s->cv.notify_one();
 }
 

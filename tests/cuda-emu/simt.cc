@@ -1,7 +1,7 @@
 /* simt.cc — runs a kernel's grid on the host (tests/cuda-emu/README.md).
  *
  * emu_run_grid runs on the stream's host thread. Blocks run one after
- * another; the threads of a block run as fibers (ucontext) on this thread.
+ * another; the threads of a block run as fibers on this thread.
  * A fiber runs threads of the block to completion one after another until a
  * thread has to wait (a barrier or a warp collective that not every lane
  * has reached); the scheduler then starts another fiber for the next
@@ -12,14 +12,16 @@
  * threads wait for.
  *
  * Fibers and their stacks belong to the host thread and are reused by
- * every launch on it. ThreadSanitizer and AddressSanitizer are told about
+ * every launch on it. The switch is a few instructions of x86-64 assembly
+ * (callee-saved registers and the stack pointer), not swapcontext: that one
+ * makes a signal-mask system call per switch, and warp shuffles switch a
+ * lot. ThreadSanitizer and AddressSanitizer are told about
  * every switch (their fiber APIs), so both see the fibers as they are. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <ucontext.h>
 #include <unistd.h>
 
 #include <string>
@@ -59,6 +61,53 @@ void __asan_unpoison_memory_region(void const volatile *addr, size_t size);
 }
 #endif
 
+/* emu_ctx_switch(&save, to): saves the callee-saved registers and the x87/SSE
+ * control words on the current stack, stores its pointer in *save and
+ * continues on the stack `to` (one saved the same way, or a new one made by
+ * ctx_new). System V x86-64 only. */
+#if !defined(__x86_64__)
+#error "the CUDA emulation's fiber switch is written for x86-64"
+#endif
+extern "C" void emu_ctx_switch(void **save, void *to);
+extern "C" void emu_ctx_start(void);
+asm(R"(
+    .text
+    .globl emu_ctx_switch
+    .type emu_ctx_switch, @function
+emu_ctx_switch:
+    pushq %rbp
+    pushq %rbx
+    pushq %r12
+    pushq %r13
+    pushq %r14
+    pushq %r15
+    subq $8, %rsp
+    stmxcsr (%rsp)
+    fnstcw 4(%rsp)
+    movq %rsp, (%rdi)
+    movq %rsi, %rsp
+    ldmxcsr (%rsp)
+    fldcw 4(%rsp)
+    addq $8, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rbx
+    popq %rbp
+    ret
+    .size emu_ctx_switch, .-emu_ctx_switch
+    .globl emu_ctx_start
+    .type emu_ctx_start, @function
+emu_ctx_start:
+    call emu_fiber_main
+    ud2
+    .size emu_ctx_start, .-emu_ctx_start
+    .section .note.GNU-stack,"",@progbits
+    .text
+)");
+extern "C" void emu_fiber_main(void);
+
 thread_local uint3 threadIdx;
 thread_local uint3 blockIdx;
 thread_local dim3 blockDim;
@@ -75,7 +124,7 @@ const size_t STACK_BYTES = 256u << 10;
 enum wait_kind { W_NONE, W_BARRIER, W_WARP };
 
 struct fiber {
-    ucontext_t ctx;
+    void *sp = nullptr; /* saved stack pointer while not running */
     char *map = nullptr; /* guard page + stack */
     size_t map_bytes = 0;
     int thread = -1;     /* the block thread it runs, -1: none (idle) */
@@ -113,7 +162,7 @@ struct block_run {
 
 /* One per host thread that runs kernels. */
 struct sm_state {
-    ucontext_t sched;
+    void *sched_sp = nullptr;
     std::vector<fiber *> fibers; /* the pool, reused */
     fiber *cur = nullptr;
     block_run *blk = nullptr;
@@ -146,8 +195,6 @@ sm_state &sm()
     return *tls_sm;
 }
 
-void fiber_entry(void);
-
 /* Switch from the scheduler into fiber f. */
 void switch_to_fiber(sm_state &S, fiber *f)
 {
@@ -161,7 +208,7 @@ void switch_to_fiber(sm_state &S, fiber *f)
 #ifdef EMU_TSAN
     __tsan_switch_to_fiber(f->tsan, 0);
 #endif
-    swapcontext(&S.sched, &f->ctx);
+    emu_ctx_switch(&S.sched_sp, f->sp);
 #ifdef EMU_ASAN
     __sanitizer_finish_switch_fiber(S.sched_fake, nullptr, nullptr);
 #endif
@@ -181,7 +228,7 @@ void switch_to_sched(sm_state &S, bool dying)
 #ifdef EMU_TSAN
     __tsan_switch_to_fiber(S.tsan_sched, 0);
 #endif
-    swapcontext(&f->ctx, &S.sched);
+    emu_ctx_switch(&f->sp, S.sched_sp);
 #ifdef EMU_ASAN
     __sanitizer_finish_switch_fiber(f->fake_stack, nullptr, nullptr);
 #endif
@@ -191,13 +238,17 @@ void switch_to_sched(sm_state &S, bool dying)
 
 void fiber_reset(fiber *f)
 {
-    getcontext(&f->ctx);
-    f->ctx.uc_stack.ss_sp = f->map + getpagesize();
-    f->ctx.uc_stack.ss_size = f->map_bytes - (size_t)getpagesize();
-    f->ctx.uc_link = nullptr;
-    makecontext(&f->ctx, fiber_entry, 0);
+    /* a stack that emu_ctx_switch "returns" into emu_ctx_start from: the
+     * control words, six registers, the return address */
+    uintptr_t top = ((uintptr_t)f->map + f->map_bytes) & ~(uintptr_t)15;
+    uint64_t *sp = (uint64_t *)(top - 64);
+    uint32_t ctl[2] = {0x1f80u, 0x037fu}; /* MXCSR, x87 control word: the defaults */
+    memcpy(sp, ctl, 8);
+    for (int i = 1; i <= 6; i++) sp[i] = 0;
+    sp[7] = (uint64_t)(uintptr_t)emu_ctx_start;
+    f->sp = sp;
 #ifdef EMU_ASAN
-    __asan_unpoison_memory_region(f->ctx.uc_stack.ss_sp, f->ctx.uc_stack.ss_size);
+    __asan_unpoison_memory_region(f->map + getpagesize(), f->map_bytes - (size_t)getpagesize());
     f->fake_stack = nullptr;
 #endif
 #ifdef EMU_TSAN
@@ -226,9 +277,11 @@ fiber *fiber_new(void)
     return f;
 }
 
+} // namespace
+
 /* Block-thread body: runs threads of the current block until none is left,
  * then parks; resumed for the next block. */
-void fiber_entry(void)
+extern "C" void emu_fiber_main(void)
 {
     sm_state &S = sm();
 #ifdef EMU_ASAN
@@ -250,6 +303,8 @@ void fiber_entry(void)
         switch_to_sched(S, false); /* idle until the next block */
     }
 }
+
+namespace {
 
 void block_fail(block_run &B, const std::string &msg)
 {

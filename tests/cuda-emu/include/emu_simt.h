@@ -238,7 +238,8 @@ template <class T> void mma_fn(unsigned mask, const void *const in[32], void *co
 template <class T> static inline T atomicAdd(T *p, T v)
 {
     if constexpr (std::is_floating_point<T>::value) {
-        T old = __atomic_load_n(p, __ATOMIC_RELAXED), nv;
+        T old, nv;
+        __atomic_load(p, &old, __ATOMIC_RELAXED);
         do
             nv = old + v;
         while (!__atomic_compare_exchange(p, &old, &nv, false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
