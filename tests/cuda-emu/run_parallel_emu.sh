@@ -2,7 +2,7 @@
 # Parallel training on emulated GPUs (the CUDA emulation of tests/cuda-emu),
 # end to end through `tfcore train`, as tests/test_parallel.sh does on the
 # CPU: bert-tiny, dropout off, global batch 16, 3 optimizer steps.
-#  - one worker on backend-cpu vs comm nccl x2 and x4 (processes, emulated
+#  - one worker on backend-cpu vs comm nccl x1, x2 and x4 (processes, emulated
 #    backend-cuda and comm-nccl over the NCCL stand-in), dp-master across 2
 #    emulated devices (threads) and mpi x2 on device buffers: the same
 #    parameters within 1e-5 relative (tests/params_diff);
@@ -96,6 +96,7 @@ cfg base 16 cpu
 if train base; then pass "base: one worker on backend-cpu"; else bad "base: one worker on backend-cpu" "$tmp/base.out"; fi
 
 # small buckets: several all-reduces per step overlap the backward
+cfg nccl1 16 cuda "$(nccl 1)" && equivalent nccl1
 cfg nccl2 8 cuda "$(nccl 2)" && equivalent nccl2
 cfg nccl4 4 cuda "$(nccl 4)" && equivalent nccl4
 cfg dp2 8 cuda 'comm = { plugin = "dp-master"; world_size = 2; };' && equivalent dp2
