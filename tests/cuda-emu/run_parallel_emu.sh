@@ -37,7 +37,10 @@ drv="$emu/comm-nccl-driver"
     echo "FAIL: building $diff_tool"
     exit 1
 }
-export TFCORE_PLUGIN_PATH="$emu${TFCORE_PLUGIN_PATH:+:$TFCORE_PLUGIN_PATH}"
+case ":${TFCORE_PLUGIN_PATH:-}:" in
+*":$emu:"*) ;;
+*) export TFCORE_PLUGIN_PATH="$emu${TFCORE_PLUGIN_PATH:+:$TFCORE_PLUGIN_PATH}" ;;
+esac
 export TFCORE_EMU_DEVICES=4
 # a rank that makes no progress this long is an error of the NCCL stand-in
 export TFCORE_EMU_NCCL_TIMEOUT_S=120
