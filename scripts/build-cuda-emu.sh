@@ -144,8 +144,16 @@ for s in "$top/plugins/comm-nccl/comm_nccl_driver.c" "$top/tests/test_backend_cu
     nice gcc -o "$dir/$b" "$obj/tests/$b.o" "${test_libs[@]}" -ldl
 done
 
-# 7. the op suites look for plugins in $top_builddir/plugins/NAME/.libs
-mkdir -p "$dir/tree/plugins/backend-cuda" "$dir/tree/plugins/backend-cpu"
+# 7. the op suites and tests/ref look for programs and plugins in
+# $top_builddir (tests/, core/, plugins/NAME/.libs): the normal tree's, with
+# backend-cuda and comm-nccl the emulated ones
+mkdir -p "$dir/tree/plugins/backend-cuda" "$dir/tree/plugins/comm-nccl"
 ln -sfn "$dir" "$dir/tree/plugins/backend-cuda/.libs"
-ln -sfn "$dir/build/plugins/backend-cpu/.libs" "$dir/tree/plugins/backend-cpu/.libs"
+ln -sfn "$dir" "$dir/tree/plugins/comm-nccl/.libs"
+for p in "$dir"/build/plugins/*/; do
+    p="$(basename "$p")"
+    case "$p" in backend-cuda | comm-nccl) ;; *) ln -sfn "$dir/build/plugins/$p" "$dir/tree/plugins/$p" ;; esac
+done
+ln -sfn "$dir/build/core" "$dir/tree/core"
+ln -sfn "$dir/build/tests" "$dir/tree/tests"
 echo "build-cuda-emu.sh: emulated plugins in $dir${san:+ (sanitizer: $san)}"

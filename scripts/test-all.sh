@@ -4,7 +4,8 @@
 #      reference tests against torch / transformers / tokenizers);
 #   2. the same unit tests built with AddressSanitizer + UBSan (build-asan/);
 #   3. every fuzz target for a short run (libFuzzer + ASan + UBSan);
-#   4. `make distcheck` (the tarball builds and passes its tests out of tree).
+#   4. the emulated-GPU suite (scripts/test-emulated-gpu.sh, build-emu*/);
+#   5. `make distcheck` (the tarball builds and passes its tests out of tree).
 # Usage: scripts/test-all.sh [--quick]   (--quick: step 1 only)
 # Environment: JOBS (default: nproc), FUZZ_SECONDS (default 15).
 set -euo pipefail
@@ -38,6 +39,9 @@ san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-fram
 
 step "fuzz targets, ${FUZZ_SECONDS:-15}s each"
 FUZZ_OUT="$top/build-asan/fuzz-out" "$top/scripts/fuzz.sh" "${FUZZ_SECONDS:-15}"
+
+step "backend-cuda, comm-nccl and 16-bit on emulated GPUs (build-emu/)"
+"$top/scripts/test-emulated-gpu.sh" "$top/build-emu" || exit 1
 
 step "make distcheck"
 (cd build && TFCORE_SKIP_REF=1 make -s -j"$jobs" distcheck DISTCHECK_CONFIGURE_FLAGS=--without-cuda) \
