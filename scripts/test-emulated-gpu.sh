@@ -141,11 +141,14 @@ for san in thread address; do
     build "$sd" "$san" || continue
     export TFCORE_PLUGIN_PATH="$sd"
     export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
+    # the reference backend's OpenMP and OpenBLAS are not instrumented: one
+    # thread each, so only the emulation's threads race (or do not)
+    export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
     export ASAN_OPTIONS="detect_leaks=0:allocator_may_return_null=1"
     unit_tests "$sd" ".$san"
     run "test_backend_cuda.$san" env top_builddir="$sd/tree" "$sd/test_backend_cuda"
     op_cases "$sd" ".$san" test_backend_cuda_attention "${small_cases[@]}"
-    unset TFCORE_PLUGIN_PATH TSAN_OPTIONS ASAN_OPTIONS
+    unset TFCORE_PLUGIN_PATH TSAN_OPTIONS ASAN_OPTIONS OMP_NUM_THREADS OPENBLAS_NUM_THREADS
 done
 
 echo "test-emulated-gpu.sh: $(($(date +%s) - start)) s; logs in $log"
