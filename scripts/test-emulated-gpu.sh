@@ -9,7 +9,7 @@
 #      sizes, SIMT and mma attention, dropout masks bit-identical);
 #   3. tests/ref/model_bert_vs_hf.py on the emulated backend-cuda (fp32);
 #   4. bert-tiny trained in fp32, fp16 and bf16 on the emulated GPU: the 16-bit
-#      runs must end within LOSS_TOL (0.05) of fp32's final training loss;
+#      runs must end within LOSS_TOL (0.02) of fp32's final training loss;
 #   5. every tests/cuda-emu/run_*.sh (the multi-rank cases);
 #   6. the emulation's tests and a share of the op suites again under
 #      ThreadSanitizer (stream ordering) and AddressSanitizer.
@@ -102,7 +102,7 @@ CFG
             -o training.output_dir="\"$dir/train-$p\""
         loss[$p]="$(final_loss "$log/train.$p.log")"
     done
-    tol="${LOSS_TOL:-0.05}"
+    tol="${LOSS_TOL:-0.02}"
     for p in fp16 bf16; do
         if [ -n "${loss[fp32]}" ] && [ -n "${loss[$p]}" ] &&
             awk -v a="${loss[$p]}" -v b="${loss[fp32]}" -v t="$tol" \

@@ -360,7 +360,6 @@ int span_kind(const void *p, size_t bytes, int *dev)
 cudaError_t mem_new(void **out, size_t bytes, int dev)
 {
     if (!out) return cudaErrorInvalidValue;
-    size_t page = (size_t)getpagesize();
     alloc a;
     a.bytes = bytes;
     a.dev = dev;
@@ -373,6 +372,7 @@ cudaError_t mem_new(void **out, size_t bytes, int dev)
 #else
     /* [guard][... data ending at the aligned end][guard]; 256-byte aligned
      * like cudaMalloc, so at most 255 bytes past the end go unnoticed */
+    size_t page = (size_t)getpagesize();
     size_t rounded = (bytes + 255) / 256 * 256;
     size_t body = (rounded + page - 1) / page * page;
     a.map_bytes = body + 2 * page;
