@@ -76,7 +76,8 @@ if build "$dir"; then
     export TFCORE_PLUGIN_PATH="$dir"
     unit_tests "$dir" ""
     run test_backend_cuda env top_builddir="$dir/tree" "$dir/test_backend_cuda"
-    run test_backend_cuda_attention env top_builddir="$dir/tree" "$dir/test_backend_cuda_attention"
+    run test_backend_cuda_attention env top_builddir="$dir/tree" TF_TEST_SMALL=1 \
+        "$dir/test_backend_cuda_attention"
 
     # transformers reference, fp32, on the emulated backend
     (cd "$dir/build" && nice make -s tests/model_bert_driver >/dev/null 2>&1)

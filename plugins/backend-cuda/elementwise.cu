@@ -200,9 +200,11 @@ template <int DT>
 cudaError_t gelu_fwd_launch(cudaStream_t s, const void *x, void *y, size_t n, tf_gelu_kind kind)
 {
     if (kind == TF_GELU_TANH)
-        TFCB_LAUNCH((gelu_fwd_kernel<DT, TF_GELU_TANH>), tfc_blocks(n, 1), TFC_THREADS, 0, s)(x, y, n);
+        TFCB_LAUNCH((gelu_fwd_kernel<DT, TF_GELU_TANH>), tfc_blocks(n, 1), TFC_THREADS, 0, s)
+            (x, y, n);
     else
-        TFCB_LAUNCH((gelu_fwd_kernel<DT, TF_GELU_ERF>), tfc_blocks(n, 1), TFC_THREADS, 0, s)(x, y, n);
+        TFCB_LAUNCH((gelu_fwd_kernel<DT, TF_GELU_ERF>), tfc_blocks(n, 1), TFC_THREADS, 0, s)
+            (x, y, n);
     return cudaGetLastError();
 }
 
@@ -211,9 +213,11 @@ cudaError_t gelu_bwd_launch(cudaStream_t s, const void *dy, const void *x, void 
                             tf_gelu_kind kind)
 {
     if (kind == TF_GELU_TANH)
-        TFCB_LAUNCH((gelu_bwd_kernel<DT, TF_GELU_TANH>), tfc_blocks(n, 1), TFC_THREADS, 0, s)(dy, x, dx, n);
+        TFCB_LAUNCH((gelu_bwd_kernel<DT, TF_GELU_TANH>), tfc_blocks(n, 1), TFC_THREADS, 0, s)
+            (dy, x, dx, n);
     else
-        TFCB_LAUNCH((gelu_bwd_kernel<DT, TF_GELU_ERF>), tfc_blocks(n, 1), TFC_THREADS, 0, s)(dy, x, dx, n);
+        TFCB_LAUNCH((gelu_bwd_kernel<DT, TF_GELU_ERF>), tfc_blocks(n, 1), TFC_THREADS, 0, s)
+            (dy, x, dx, n);
     return cudaGetLastError();
 }
 
@@ -272,9 +276,11 @@ cudaError_t gelu_matrix_launch(cudaStream_t s, const void *pre, void *y, int bat
 {
     dim3 grid = matrix_grid(batch, rows, cols);
     if (kind == TF_GELU_TANH)
-        TFCB_LAUNCH((gelu_matrix_kernel<DT, TF_GELU_TANH>), grid, TFC_THREADS, 0, s)(pre, y, batch, rows, cols, ld, stride);
+        TFCB_LAUNCH((gelu_matrix_kernel<DT, TF_GELU_TANH>), grid, TFC_THREADS, 0, s)
+            (pre, y, batch, rows, cols, ld, stride);
     else
-        TFCB_LAUNCH((gelu_matrix_kernel<DT, TF_GELU_ERF>), grid, TFC_THREADS, 0, s)(pre, y, batch, rows, cols, ld, stride);
+        TFCB_LAUNCH((gelu_matrix_kernel<DT, TF_GELU_ERF>), grid, TFC_THREADS, 0, s)
+            (pre, y, batch, rows, cols, ld, stride);
     return cudaGetLastError();
 }
 
@@ -305,8 +311,8 @@ cudaError_t gemm_no_k_launch(cudaStream_t s, void *c, void *aux, const float *bi
                              bool with_gelu, tf_gelu_kind kind, float beta, int batch, int rows,
                              int cols, int64_t ld, int64_t stride)
 {
-    TFCB_LAUNCH(gemm_no_k_kernel<DT>, matrix_grid(batch, rows, cols), TFC_THREADS, 0, s)(
-        c, aux, bias, with_gelu ? 1 : 0, (int)kind, beta, batch, rows, cols, ld, stride);
+    TFCB_LAUNCH(gemm_no_k_kernel<DT>, matrix_grid(batch, rows, cols), TFC_THREADS, 0, s)
+        (c, aux, bias, with_gelu ? 1 : 0, (int)kind, beta, batch, rows, cols, ld, stride);
     return cudaGetLastError();
 }
 
@@ -354,7 +360,8 @@ template <int DT>
 cudaError_t dropout_bwd_launch(cudaStream_t s, const void *dy, const uint8_t *keep, void *dx,
                                size_t n, float scale)
 {
-    TFCB_LAUNCH(dropout_bwd_kernel<DT>, tfc_blocks(n, 1), TFC_THREADS, 0, s)(dy, keep, dx, n, scale);
+    TFCB_LAUNCH(dropout_bwd_kernel<DT>, tfc_blocks(n, 1), TFC_THREADS, 0, s)
+        (dy, keep, dx, n, scale);
     return cudaGetLastError();
 }
 
@@ -417,10 +424,18 @@ cudaError_t cast_from(cudaStream_t s, const void *src, void *dst, tf_dtype dst_d
 {
     unsigned g = tfc_blocks(n, 1);
     switch (dst_dt) {
-    case TF_DTYPE_F32: TFCB_LAUNCH((cast_kernel<SRC, TF_DTYPE_F32>), g, TFC_THREADS, 0, s)(src, dst, n); break;
-    case TF_DTYPE_F16: TFCB_LAUNCH((cast_kernel<SRC, TF_DTYPE_F16>), g, TFC_THREADS, 0, s)(src, dst, n); break;
-    case TF_DTYPE_BF16: TFCB_LAUNCH((cast_kernel<SRC, TF_DTYPE_BF16>), g, TFC_THREADS, 0, s)(src, dst, n); break;
-    case TF_DTYPE_F64: TFCB_LAUNCH((cast_kernel<SRC, TF_DTYPE_F64>), g, TFC_THREADS, 0, s)(src, dst, n); break;
+    case TF_DTYPE_F32:
+        TFCB_LAUNCH((cast_kernel<SRC, TF_DTYPE_F32>), g, TFC_THREADS, 0, s)(src, dst, n);
+        break;
+    case TF_DTYPE_F16:
+        TFCB_LAUNCH((cast_kernel<SRC, TF_DTYPE_F16>), g, TFC_THREADS, 0, s)(src, dst, n);
+        break;
+    case TF_DTYPE_BF16:
+        TFCB_LAUNCH((cast_kernel<SRC, TF_DTYPE_BF16>), g, TFC_THREADS, 0, s)(src, dst, n);
+        break;
+    case TF_DTYPE_F64:
+        TFCB_LAUNCH((cast_kernel<SRC, TF_DTYPE_F64>), g, TFC_THREADS, 0, s)(src, dst, n);
+        break;
     default: return cudaErrorInvalidValue;
     }
     return cudaGetLastError();
