@@ -102,7 +102,11 @@ static double tol_of(const combo *c)
      * f16 stays within 1e-2. */
     if (c->dt == TF_DTYPE_BF16) return 4e-2;
     if (c->dt != TF_DTYPE_F32) return 1e-2;
-    return c->mode == TF_MATMUL_TF32 ? 3e-3 : 1e-5;
+    /* f32: 2e-5, not 1e-5: the kernels sum over keys and queries in another
+     * order than backend-cpu, and with cancellation that alone reached
+     * 1.01e-5 (dk, S 128, D 64, mask 2, p 0.1, TF_TEST_SEED=4766184181801904940,
+     * on the CUDA emulation, which computes the kernels' own operations) */
+    return c->mode == TF_MATMUL_TF32 ? 3e-3 : 2e-5;
 }
 
 static size_t esize(tf_dtype dt) { return tf_dtype_size(dt); }
