@@ -4,8 +4,9 @@
 #      reference tests against torch / transformers / tokenizers);
 #   2. the same unit tests built with AddressSanitizer + UBSan (build-asan/);
 #   3. every fuzz target for a short run (libFuzzer + ASan + UBSan);
-#   4. the GPU bundle (docs/GPU.md) built, moved and checked, where nvcc is;
-#   5. `make distcheck` (the tarball builds and passes its tests out of tree).
+#   4. the emulated-GPU suite (scripts/test-emulated-gpu.sh, build-emu*/);
+#   5. the GPU bundle (docs/GPU.md) built, moved and checked, where nvcc is;
+#   6. `make distcheck` (the tarball builds and passes its tests out of tree).
 # Usage: scripts/test-all.sh [--quick]   (--quick: step 1 only)
 # Environment: JOBS (default: nproc), FUZZ_SECONDS (default 15).
 set -euo pipefail
@@ -40,7 +41,10 @@ san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-fram
 step "fuzz targets, ${FUZZ_SECONDS:-15}s each"
 FUZZ_OUT="$top/build-asan/fuzz-out" "$top/scripts/fuzz.sh" "${FUZZ_SECONDS:-15}"
 
-step "GPU bundle: scripts/gpu-bundle.sh (CUDA_ARCHS=90, --without-mpi) moved and run without a GPU"
+step "backend-cuda, comm-nccl and 16-bit on emulated GPUs (build-emu/)"
+"$top/scripts/test-emulated-gpu.sh" "$top/build-emu" || exit 1
+
+step "GPU bundle: scripts/gpu-bundle.sh (CUDA_ARCHS=90, --without-mpi --without-curl) moved and run without a GPU"
 if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
     JOBS="$jobs" "$top/scripts/gpu-bundle.sh" "$top/build-gpu/gpu-bundle" && \
         GPU_BUNDLE="$top/build-gpu/gpu-bundle" top_builddir="$top/build" top_srcdir="$top" \

@@ -260,6 +260,15 @@ __device__ __forceinline__ void tfc_store(void *p, size_t i, float v)
     default: return cudaErrorInvalidValue;                              \
     }
 
+/* Launch `kernel` on (grid, block, dynamic shared bytes, stream):
+ *   TFCB_LAUNCH(k, grid, block, 0, s)(args...);
+ * One spelling for every launch of every .cu file, so the launch syntax lives
+ * in one place and the host-side emulation (tests/cuda-emu) can replace it.
+ * A kernel name with a comma in its template arguments goes in parentheses. */
+#ifndef TFCB_LAUNCH
+#define TFCB_LAUNCH(kernel, grid, block, smem, stream) kernel<<<(grid), (block), (smem), (stream)>>>
+#endif
+
 /* Threads per block of the flat elementwise kernels, and their grid: one
  * thread per element (or per `per` elements) up to TFC_MAX_BLOCKS blocks,
  * then grid-stride loops. */

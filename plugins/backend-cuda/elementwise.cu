@@ -200,9 +200,11 @@ template <int DT>
 cudaError_t gelu_fwd_launch(cudaStream_t s, const void *x, void *y, size_t n, tf_gelu_kind kind)
 {
     if (kind == TF_GELU_TANH)
-        gelu_fwd_kernel<DT, TF_GELU_TANH><<<tfc_blocks(n, 1), TFC_THREADS, 0, s>>>(x, y, n);
+        TFCB_LAUNCH((gelu_fwd_kernel<DT, TF_GELU_TANH>), tfc_blocks(n, 1), TFC_THREADS, 0, s)
+            (x, y, n);
     else
-        gelu_fwd_kernel<DT, TF_GELU_ERF><<<tfc_blocks(n, 1), TFC_THREADS, 0, s>>>(x, y, n);
+        TFCB_LAUNCH((gelu_fwd_kernel<DT, TF_GELU_ERF>), tfc_blocks(n, 1), TFC_THREADS, 0, s)
+            (x, y, n);
     return cudaGetLastError();
 }
 
@@ -211,23 +213,25 @@ cudaError_t gelu_bwd_launch(cudaStream_t s, const void *dy, const void *x, void 
                             tf_gelu_kind kind)
 {
     if (kind == TF_GELU_TANH)
-        gelu_bwd_kernel<DT, TF_GELU_TANH><<<tfc_blocks(n, 1), TFC_THREADS, 0, s>>>(dy, x, dx, n);
+        TFCB_LAUNCH((gelu_bwd_kernel<DT, TF_GELU_TANH>), tfc_blocks(n, 1), TFC_THREADS, 0, s)
+            (dy, x, dx, n);
     else
-        gelu_bwd_kernel<DT, TF_GELU_ERF><<<tfc_blocks(n, 1), TFC_THREADS, 0, s>>>(dy, x, dx, n);
+        TFCB_LAUNCH((gelu_bwd_kernel<DT, TF_GELU_ERF>), tfc_blocks(n, 1), TFC_THREADS, 0, s)
+            (dy, x, dx, n);
     return cudaGetLastError();
 }
 
 template <int DT>
 cudaError_t tanh_fwd_launch(cudaStream_t s, const void *x, void *y, size_t n)
 {
-    tanh_fwd_kernel<DT><<<tfc_blocks(n, 1), TFC_THREADS, 0, s>>>(x, y, n);
+    TFCB_LAUNCH(tanh_fwd_kernel<DT>, tfc_blocks(n, 1), TFC_THREADS, 0, s)(x, y, n);
     return cudaGetLastError();
 }
 
 template <int DT>
 cudaError_t tanh_bwd_launch(cudaStream_t s, const void *dy, const void *y, void *dx, size_t n)
 {
-    tanh_bwd_kernel<DT><<<tfc_blocks(n, 1), TFC_THREADS, 0, s>>>(dy, y, dx, n);
+    TFCB_LAUNCH(tanh_bwd_kernel<DT>, tfc_blocks(n, 1), TFC_THREADS, 0, s)(dy, y, dx, n);
     return cudaGetLastError();
 }
 
@@ -272,11 +276,11 @@ cudaError_t gelu_matrix_launch(cudaStream_t s, const void *pre, void *y, int bat
 {
     dim3 grid = matrix_grid(batch, rows, cols);
     if (kind == TF_GELU_TANH)
-        gelu_matrix_kernel<DT, TF_GELU_TANH>
-            <<<grid, TFC_THREADS, 0, s>>>(pre, y, batch, rows, cols, ld, stride);
+        TFCB_LAUNCH((gelu_matrix_kernel<DT, TF_GELU_TANH>), grid, TFC_THREADS, 0, s)
+            (pre, y, batch, rows, cols, ld, stride);
     else
-        gelu_matrix_kernel<DT, TF_GELU_ERF>
-            <<<grid, TFC_THREADS, 0, s>>>(pre, y, batch, rows, cols, ld, stride);
+        TFCB_LAUNCH((gelu_matrix_kernel<DT, TF_GELU_ERF>), grid, TFC_THREADS, 0, s)
+            (pre, y, batch, rows, cols, ld, stride);
     return cudaGetLastError();
 }
 
@@ -307,8 +311,8 @@ cudaError_t gemm_no_k_launch(cudaStream_t s, void *c, void *aux, const float *bi
                              bool with_gelu, tf_gelu_kind kind, float beta, int batch, int rows,
                              int cols, int64_t ld, int64_t stride)
 {
-    gemm_no_k_kernel<DT><<<matrix_grid(batch, rows, cols), TFC_THREADS, 0, s>>>(
-        c, aux, bias, with_gelu ? 1 : 0, (int)kind, beta, batch, rows, cols, ld, stride);
+    TFCB_LAUNCH(gemm_no_k_kernel<DT>, matrix_grid(batch, rows, cols), TFC_THREADS, 0, s)
+        (c, aux, bias, with_gelu ? 1 : 0, (int)kind, beta, batch, rows, cols, ld, stride);
     return cudaGetLastError();
 }
 
@@ -346,7 +350,7 @@ template <int DT>
 cudaError_t dropout_fwd_launch(cudaStream_t s, const void *x, void *y, uint8_t *keep, size_t n,
                                uint32_t thr, float scale, uint64_t seed, uint64_t offset)
 {
-    dropout_fwd_kernel<DT><<<tfc_blocks(n, 4), TFC_THREADS, 0, s>>>(
+    TFCB_LAUNCH(dropout_fwd_kernel<DT>, tfc_blocks(n, 4), TFC_THREADS, 0, s)(
         x, y, keep, n, thr, scale, (uint32_t)seed, (uint32_t)(seed >> 32), (uint32_t)offset,
         (uint32_t)(offset >> 32));
     return cudaGetLastError();
@@ -356,7 +360,8 @@ template <int DT>
 cudaError_t dropout_bwd_launch(cudaStream_t s, const void *dy, const uint8_t *keep, void *dx,
                                size_t n, float scale)
 {
-    dropout_bwd_kernel<DT><<<tfc_blocks(n, 1), TFC_THREADS, 0, s>>>(dy, keep, dx, n, scale);
+    TFCB_LAUNCH(dropout_bwd_kernel<DT>, tfc_blocks(n, 1), TFC_THREADS, 0, s)
+        (dy, keep, dx, n, scale);
     return cudaGetLastError();
 }
 
@@ -377,14 +382,14 @@ __global__ void scale_kernel(void *x, size_t n, float alpha)
 template <int DT>
 cudaError_t add_launch(cudaStream_t s, const void *a, const void *b, void *y, size_t n)
 {
-    add_kernel<DT><<<tfc_blocks(n, 1), TFC_THREADS, 0, s>>>(a, b, y, n);
+    TFCB_LAUNCH(add_kernel<DT>, tfc_blocks(n, 1), TFC_THREADS, 0, s)(a, b, y, n);
     return cudaGetLastError();
 }
 
 template <int DT>
 cudaError_t scale_launch(cudaStream_t s, void *x, size_t n, float alpha)
 {
-    scale_kernel<DT><<<tfc_blocks(n, 1), TFC_THREADS, 0, s>>>(x, n, alpha);
+    TFCB_LAUNCH(scale_kernel<DT>, tfc_blocks(n, 1), TFC_THREADS, 0, s)(x, n, alpha);
     return cudaGetLastError();
 }
 
@@ -419,10 +424,18 @@ cudaError_t cast_from(cudaStream_t s, const void *src, void *dst, tf_dtype dst_d
 {
     unsigned g = tfc_blocks(n, 1);
     switch (dst_dt) {
-    case TF_DTYPE_F32: cast_kernel<SRC, TF_DTYPE_F32><<<g, TFC_THREADS, 0, s>>>(src, dst, n); break;
-    case TF_DTYPE_F16: cast_kernel<SRC, TF_DTYPE_F16><<<g, TFC_THREADS, 0, s>>>(src, dst, n); break;
-    case TF_DTYPE_BF16: cast_kernel<SRC, TF_DTYPE_BF16><<<g, TFC_THREADS, 0, s>>>(src, dst, n); break;
-    case TF_DTYPE_F64: cast_kernel<SRC, TF_DTYPE_F64><<<g, TFC_THREADS, 0, s>>>(src, dst, n); break;
+    case TF_DTYPE_F32:
+        TFCB_LAUNCH((cast_kernel<SRC, TF_DTYPE_F32>), g, TFC_THREADS, 0, s)(src, dst, n);
+        break;
+    case TF_DTYPE_F16:
+        TFCB_LAUNCH((cast_kernel<SRC, TF_DTYPE_F16>), g, TFC_THREADS, 0, s)(src, dst, n);
+        break;
+    case TF_DTYPE_BF16:
+        TFCB_LAUNCH((cast_kernel<SRC, TF_DTYPE_BF16>), g, TFC_THREADS, 0, s)(src, dst, n);
+        break;
+    case TF_DTYPE_F64:
+        TFCB_LAUNCH((cast_kernel<SRC, TF_DTYPE_F64>), g, TFC_THREADS, 0, s)(src, dst, n);
+        break;
     default: return cudaErrorInvalidValue;
     }
     return cudaGetLastError();

@@ -69,8 +69,8 @@ cudaError_t embedding_fwd_launch(cudaStream_t s, const int32_t *ids, int rows, c
                                  int vocab, int dim, void *out, bool accumulate, tfc_id_check chk)
 {
     int threads = dim >= TFC_THREADS ? TFC_THREADS : (dim + 31) / 32 * 32;
-    embedding_fwd_kernel<DT><<<(unsigned)rows, threads, 0, s>>>(ids, table, vocab, dim, out,
-                                                                accumulate ? 1 : 0, chk);
+    TFCB_LAUNCH(embedding_fwd_kernel<DT>, (unsigned)rows, threads, 0, s)
+        (ids, table, vocab, dim, out, accumulate ? 1 : 0, chk);
     return cudaGetLastError();
 }
 
@@ -213,8 +213,8 @@ cudaError_t embedding_bwd_launch(cudaStream_t s, const int32_t *ids, int rows, c
     bwd_layout l;
     if (!layout_of(workspace, rows, dim, vocab, &l) || l.total > workspace_bytes)
         return cudaErrorInvalidValue;
-    embedding_keys_kernel<<<(unsigned)((rows + TFC_THREADS - 1) / TFC_THREADS), TFC_THREADS, 0,
-                            s>>>(ids, rows, vocab, l.keys_in, l.rows_in, chk);
+    TFCB_LAUNCH(embedding_keys_kernel, (unsigned)((rows + TFC_THREADS - 1) / TFC_THREADS),
+                TFC_THREADS, 0, s)(ids, rows, vocab, l.keys_in, l.rows_in, chk);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return e;
     size_t temp = l.temp_bytes;
@@ -223,11 +223,11 @@ cudaError_t embedding_bwd_launch(cudaStream_t s, const int32_t *ids, int rows, c
     if (e != cudaSuccess) return e;
     unsigned tiles = (unsigned)((rows + EB_TILE - 1) / EB_TILE);
     dim3 grid(tiles, (unsigned)((dim + EB_COLS - 1) / EB_COLS));
-    embedding_tiles_kernel<DT><<<grid, EB_COLS, 0, s>>>(l.keys_out, l.rows_out, rows, dout, dtable,
-                                                        vocab, dim, l.partial);
+    TFCB_LAUNCH(embedding_tiles_kernel<DT>, grid, EB_COLS, 0, s)
+        (l.keys_out, l.rows_out, rows, dout, dtable, vocab, dim, l.partial);
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
-    embedding_merge_kernel<<<grid, EB_COLS, 0, s>>>(l.keys_out, rows, dtable, vocab, dim,
-                                                    l.partial);
+    TFCB_LAUNCH(embedding_merge_kernel, grid, EB_COLS, 0, s)
+        (l.keys_out, rows, dtable, vocab, dim, l.partial);
     return cudaGetLastError();
 }
 

@@ -96,13 +96,8 @@ size_t tfc_cross_entropy_workspace_bytes(int rows, int classes);
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-/* Launch `kernel` on (grid, block, dynamic shared bytes, stream):
- *   TFCB_LAUNCH(k, grid, block, 0, s)(args...);
- * One spelling for every launch, so the launch syntax lives in one place
- * (and a host-side emulation of the kernels can replace it). */
-#ifndef TFCB_LAUNCH
-#define TFCB_LAUNCH(kernel, grid, block, smem, stream) kernel<<<(grid), (block), (smem), (stream)>>>
-#endif
+/* TFCB_LAUNCH: in backend_cuda.h, shared by every .cu file. */
+#include "backend_cuda.h"
 
 /* Return the launch error of the kernel just enqueued, if any. */
 #define TFCB_CHECK_LAUNCH()                                                                   \

@@ -66,7 +66,7 @@ extern "C" cudaError_t tfc_adamw(cudaStream_t s, float *params, const float *gra
 {
     if (nchunks == 0) return cudaSuccess;
     if (nchunks > 0x7fffffffu) return cudaErrorInvalidValue; /* gridDim.x limit */
-    adamw_kernel<<<(unsigned)nchunks, ADAMW_THREADS, 0, s>>>(params, grads, m, v, chunks,
-                                                             weight_decay, *k);
+    TFCB_LAUNCH(adamw_kernel, (unsigned)nchunks, ADAMW_THREADS, 0, s)
+        (params, grads, m, v, chunks, weight_decay, *k);
     return cudaGetLastError();
 }

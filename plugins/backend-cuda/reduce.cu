@@ -69,12 +69,12 @@ cudaError_t sum_rows_launch(cudaStream_t s, const void *dy, int rows, int cols, 
     int parts = sum_rows_parts(rows);
     double *partial = (double *)workspace;
     dim3 grid((unsigned)((cols + SR_COLS - 1) / SR_COLS), (unsigned)parts);
-    sum_rows_parts_kernel<DT><<<grid, dim3(SR_COLS, SR_LANES), 0, s>>>(dy, rows, cols, parts,
-                                                                        partial);
+    TFCB_LAUNCH(sum_rows_parts_kernel<DT>, grid, dim3(SR_COLS, SR_LANES), 0, s)
+        (dy, rows, cols, parts, partial);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return e;
-    sum_rows_finish_kernel<<<(unsigned)((cols + TFC_THREADS - 1) / TFC_THREADS), TFC_THREADS, 0,
-                             s>>>(partial, parts, cols, dbias, accumulate ? 1 : 0);
+    TFCB_LAUNCH(sum_rows_finish_kernel, (unsigned)((cols + TFC_THREADS - 1) / TFC_THREADS),
+                TFC_THREADS, 0, s)(partial, parts, cols, dbias, accumulate ? 1 : 0);
     return cudaGetLastError();
 }
 
@@ -156,10 +156,10 @@ size_t tfc_sum_squares_workspace_bytes(void) { return SQ_PIECES * sizeof(double)
 cudaError_t tfc_sum_squares(cudaStream_t s, const float *x, size_t n, float *out, void *workspace)
 {
     double *partial = (double *)workspace;
-    sum_squares_pieces_kernel<<<SQ_PIECES, SQ_THREADS, 0, s>>>(x, n, partial);
+    TFCB_LAUNCH(sum_squares_pieces_kernel, SQ_PIECES, SQ_THREADS, 0, s)(x, n, partial);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return e;
-    sum_squares_finish_kernel<<<1, SQ_PIECES, 0, s>>>(partial, out);
+    TFCB_LAUNCH(sum_squares_finish_kernel, 1, SQ_PIECES, 0, s)(partial, out);
     return cudaGetLastError();
 }
 
@@ -169,20 +169,20 @@ cudaError_t tfc_finite_check(cudaStream_t s, const void *x, size_t n, tf_dtype d
     unsigned g = tfc_blocks(n, 4);
     switch (dt) {
     case TF_DTYPE_F32:
-        finite_kernel<uint32_t, 32><<<g, TFC_THREADS, 0, s>>>((const uint32_t *)x, n, 0x7f800000u,
-                                                             found);
+        TFCB_LAUNCH((finite_kernel<uint32_t, 32>), g, TFC_THREADS, 0, s)
+            ((const uint32_t *)x, n, 0x7f800000u, found);
         break;
     case TF_DTYPE_F16:
-        finite_kernel<uint16_t, 16><<<g, TFC_THREADS, 0, s>>>((const uint16_t *)x, n,
-                                                             (uint16_t)0x7c00u, found);
+        TFCB_LAUNCH((finite_kernel<uint16_t, 16>), g, TFC_THREADS, 0, s)
+            ((const uint16_t *)x, n, (uint16_t)0x7c00u, found);
         break;
     case TF_DTYPE_BF16:
-        finite_kernel<uint16_t, 16><<<g, TFC_THREADS, 0, s>>>((const uint16_t *)x, n,
-                                                             (uint16_t)0x7f80u, found);
+        TFCB_LAUNCH((finite_kernel<uint16_t, 16>), g, TFC_THREADS, 0, s)
+            ((const uint16_t *)x, n, (uint16_t)0x7f80u, found);
         break;
     case TF_DTYPE_F64:
-        finite_kernel<uint64_t, 64><<<g, TFC_THREADS, 0, s>>>(
-            (const uint64_t *)x, n, (uint64_t)0x7ff0000000000000ull, found);
+        TFCB_LAUNCH((finite_kernel<uint64_t, 64>), g, TFC_THREADS, 0, s)
+            ((const uint64_t *)x, n, (uint64_t)0x7ff0000000000000ull, found);
         break;
     default: return cudaErrorInvalidValue;
     }

@@ -273,7 +273,8 @@ static tf_status host_wait(tf_comm *c, const char *what, tf_error *err)
     double deadline = nccl_now_s() + c->opt.timeout_s, pause = 20e-6;
     for (unsigned polls = 0;; polls++) {
         cudaError_t e = cudaStreamQuery(c->cu_stream);
-        if (e == cudaSuccess) return TF_OK;
+        /* an aborted communicator's kernels end too: idle is no success then */
+        if (e == cudaSuccess) return check_health(c, what, err);
         if (e != cudaErrorNotReady) return cuda_fail(c, err, what, "cudaStreamQuery of the comm stream", e);
         /* "not ready" is not an error; make sure it is not left as CUDA's last
          * error for the backend to find (a real error there stays) */

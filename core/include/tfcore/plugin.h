@@ -60,10 +60,16 @@ typedef const tf_plugin *(*tf_plugin_entry_fn)(void);
  *   static const tf_model_vtable my_vt = { TF_VTABLE_SIZE(tf_model_vtable), ... };
  *   TF_PLUGIN_DEFINE(TF_KIND_MODEL, "bert", "1.0.0", "BERT encoder", NULL, &my_vt)
  */
+/* A build may append to every description (the CUDA emulation's builds say
+ * "(emulated, tests only)"): -DTF_PLUGIN_DESC_SUFFIX='" ..."'. */
+#ifndef TF_PLUGIN_DESC_SUFFIX
+#define TF_PLUGIN_DESC_SUFFIX ""
+#endif
 #define TF_PLUGIN_DEFINE(kind_, name_, version_, description_, probe_, vtable_)          \
     static const tf_plugin tf_plugin_descriptor_ = {                                    \
         TF_PLUGIN_MAGIC, TF_ABI_MAJOR, TF_ABI_MINOR, (uint32_t)sizeof(tf_plugin),         \
-        (uint32_t)(kind_), (name_), (version_), (description_), (probe_), (vtable_)};  \
+        (uint32_t)(kind_), (name_), (version_), description_ TF_PLUGIN_DESC_SUFFIX,     \
+        (probe_), (vtable_)};                                                           \
     TF_PLUGIN_EXPORT const tf_plugin *tfcore_plugin_entry(void);                          \
     TF_PLUGIN_EXPORT const tf_plugin *tfcore_plugin_entry(void) { return &tf_plugin_descriptor_; }
 
