@@ -387,6 +387,10 @@ static bool survives_loading(const char *path, char *why, size_t n)
     }
     if (pid == 0) {
         close(fds[0]);
+        /* the plugin's own fate, not a handler's: a sanitizer's SIGSEGV handler
+         * would turn the crash into an exit status */
+        static const int fatal[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+        for (size_t i = 0; i < sizeof fatal / sizeof fatal[0]; i++) signal(fatal[i], SIG_DFL);
         try_in_child(path, fds[1]);
     }
     close(fds[1]);
