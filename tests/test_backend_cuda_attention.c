@@ -12,9 +12,11 @@
  * random numbers each run (the seed is printed; TF_TEST_SEED=N repeats a
  * run). 16-bit inputs are rounded on the host first and backend-cpu (f32
  * only, strict fp32) computes on exactly those values. Results are compared
- * normwise, max |gpu - cpu| / max |cpu|: fp32 <= 1e-5, tf32 <= 3e-3,
- * fp16/bf16 <= 1e-2. Dropout masks must be identical: one element kept on one
- * side and dropped on the other moves an fp32 output far past 1e-5.
+ * normwise, max |gpu - cpu| / max |cpu|: fp32 <= 2e-5, tf32 <= 3e-3,
+ * fp16/bf16 <= 1e-2; attention's gradients per (sequence, head) against the
+ * magnitude of the terms they sum (att_grad_magnitude). Dropout masks must be
+ * identical: one element kept on one side and dropped on the other moves an
+ * fp32 output far past 1e-5.
  *
  * Every (dtype, matmul mode) the GPU backend supports is tested: f32 with
  * FP32 and TF32, f16 with F16, bf16 with BF16.
@@ -96,12 +98,9 @@ static bool supported(const combo *c) { return gv->supports(gb, c->mode, c->dt);
 
 static double tol_of(const combo *c)
 {
-    /* bf16 keeps 8 significant bits to f16's 11: the same tolerance would be 8
-     * times tighter in its units. Measured on the emulated kernels (whose
-     * rounding is the kernels' own; only the mma's internal summation order
-     * may differ from a GPU's): backward errors up to 2.4e-2 for bf16 where
-     * f16 stays within 1e-2. */
-    if (c->dt == TF_DTYPE_BF16) return 4e-2;
+    /* 16-bit: 1e-2. On the CUDA emulation over 10 seeds the largest were
+     * 5.2e-3 (bf16 attention out) and 6.4e-4 (f16). The attention gradients,
+     * which once needed 4e-2 for bf16, are held to att_grad_tol. */
     if (c->dt != TF_DTYPE_F32) return 1e-2;
     /* f32: 2e-5, not 1e-5: the kernels sum over keys and queries in another
      * order than backend-cpu, and with cancellation that alone reached
@@ -339,6 +338,141 @@ static void att_free(att_result *r)
     free(r->dqkv);
 }
 
+/* The gradients are sums with cancellation: dS = P * (dP - D_i) is near 0
+ * wherever dP is near its row mean, and exactly 0 for a query whose only
+ * live key is j (softmax over one key has no gradient), so dq and dk can be
+ * far smaller than the terms that make them. backend-cuda's backward takes
+ * D_i = sum_j P dP = dO_i . O_i from the output O as stored, in 16 bits (as
+ * flash attention does; the tensor-core path also rounds P and dS), so its
+ * errors are of order u times the terms, not times the result. Measured on
+ * the emulation, against backend-cpu's f32: bf16 dk 0.044 where the exact
+ * value is 0 (S 77, D 48, a sequence with one live key under dropout 0.1,
+ * largest |dk| 0.37), 0.119 of max |dk|; the same on the SIMT path (D 80:
+ * 0.088) and in f16 (D 24: 0.018); gone with dropout 0 (1 * keep / (1 - p)
+ * is then 1, O = v exactly). So each gradient element is compared to the
+ * magnitude of its terms, the usual forward-error bound of a sum,
+ * |fl(sum x_i) - sum x_i| <= c u sum |x_i|, taken through every sum of the
+ * graph (D_i = dO_i . O_i cancels too: a sequence of one live key whose
+ * dO_i . v_j happened to be small gave 0.27 of the result's magnitude):
+ *   |dP|ij = (|dO_i| . |v_j|) keep_ij / (1 - p),  |D|_i = sum_j P_ij |dP|ij,
+ *   |dS|ij = P_ij (|dP|ij + |D|_i)
+ *   |dq|_i = scale sum_j |dS|ij |k_j|,   |dk|_j = scale sum_i |dS|ij |q_i|,
+ *   |dv|_j = sum_i P_ij keep_ij / (1 - p) |dO_i|
+ * computed in double from backend-cpu's saved probabilities and keep mask
+ * (save: probs [B, heads, S, S] f32, then keep [B, heads, S, S] u8).
+ * Returns [B, S, 3, heads, D], dqkv's layout; each element >= |its gradient|. */
+static float *att_grad_magnitude(const att_case *c, const tf_attention_desc *d, const float *qkv,
+                                 const float *dout, const void *save)
+{
+    int S = c->S, D = c->D, heads = c->heads;
+    size_t H = (size_t)heads * D, ld3 = 3 * H, SS = (size_t)S * S;
+    const float *probs = save;
+    const uint8_t *keep = c->p > 0.0f ? (const uint8_t *)(probs + (size_t)c->B * heads * SS) : NULL;
+    float rs = 1.0f / (1.0f - c->p); /* as both backends round it */
+    float *mag = fnew((size_t)c->B * S * ld3);
+    double *A = malloc(SS * sizeof *A), *Pd = malloc(SS * sizeof *Pd);
+    ck_assert(A && Pd);
+    for (int b = 0; b < c->B; b++)
+        for (int h = 0; h < heads; h++) {
+            size_t bh = (size_t)b * heads + h;
+            const float *q = qkv + (size_t)b * S * ld3 + (size_t)h * D, *kk = q + H, *v = q + 2 * H;
+            const float *dO = dout + (size_t)b * S * H + (size_t)h * D;
+            float *mq = mag + (size_t)b * S * ld3 + (size_t)h * D, *mk = mq + H, *mv = mq + 2 * H;
+            for (int i = 0; i < S; i++) {
+                double Di = 0.0;
+                for (int j = 0; j < S; j++) {
+                    double dpd = 0.0; /* |dO_i| . |v_j| */
+                    for (int e = 0; e < D; e++) dpd += fabs(dO[i * H + e]) * fabs(v[j * ld3 + e]);
+                    double kp = keep ? (keep[bh * SS + (size_t)i * S + j] ? rs : 0.0) : 1.0;
+                    double P = probs[bh * SS + (size_t)i * S + j];
+                    Pd[(size_t)i * S + j] = P * kp;
+                    A[(size_t)i * S + j] = dpd * kp; /* |dP| for now */
+                    Di += P * dpd * kp;
+                }
+                for (int j = 0; j < S; j++) {
+                    double P = probs[bh * SS + (size_t)i * S + j];
+                    A[(size_t)i * S + j] = P * (A[(size_t)i * S + j] + Di);
+                }
+            }
+            for (int r = 0; r < S; r++)
+                for (int e = 0; e < D; e++) {
+                    double sq = 0.0, sk = 0.0, sv = 0.0;
+                    for (int o = 0; o < S; o++) {
+                        sq += A[(size_t)r * S + o] * fabs(kk[o * ld3 + e]); /* r = query */
+                        sk += A[(size_t)o * S + r] * fabs(q[o * ld3 + e]);  /* r = key */
+                        sv += Pd[(size_t)o * S + r] * fabs(dO[o * H + e]);
+                    }
+                    mq[r * ld3 + e] = (float)(d->scale * sq);
+                    mk[r * ld3 + e] = (float)(d->scale * sk);
+                    mv[r * ld3 + e] = (float)sv;
+                }
+        }
+    free(A);
+    free(Pd);
+    return mag;
+}
+
+/* The largest over (batch, head) blocks of max |got - want| / max mag of the
+ * block, mag >= |want| elementwise; got, want, mag [B, S, heads, D]. Per
+ * block, as each head of each sequence is its own computation: one whose
+ * gradients are all large must not hide a wrong one whose are all small.
+ * NaN on either side only matches NaN. */
+static double rel_err_mag(const float *got, const float *want, const float *mag,
+                          const att_case *c)
+{
+    size_t H = (size_t)c->heads * c->D;
+    double worst = 0.0;
+    for (int b = 0; b < c->B; b++)
+        for (int h = 0; h < c->heads; h++) {
+            double num = 0.0, den = 0.0;
+            for (int i = 0; i < c->S; i++)
+                for (int e = 0; e < c->D; e++) {
+                    size_t x = ((size_t)b * c->S + i) * H + (size_t)h * c->D + e;
+                    double g = got[x], w = want[x];
+                    if (isnan(g) || isnan(w)) {
+                        if (isnan(g) != isnan(w)) return INFINITY;
+                        continue;
+                    }
+                    double d = fabs(g - w);
+                    if (!(d <= num)) num = d;
+                    if (mag[x] > den) den = mag[x];
+                    if (fabs(w) > den) den = fabs(w);
+                }
+            double r = den > 0.0 ? num / den : num;
+            if (!(r <= worst)) worst = r;
+        }
+    return worst;
+}
+
+/* The attention gradients' tolerance, in units of the 16-bit roundoff u
+ * (2^-11 for f16, 2^-8 for bf16): 4u. Measured over 10 seeds on the CUDA
+ * emulation: up to 1.3u (dv, whose output rounding alone is u/2; dq, dk
+ * below 0.5u). f32 and tf32 keep tol_of. */
+static double att_grad_tol(const combo *k)
+{
+    if (k->dt == TF_DTYPE_F16) return 4.0 * 0x1p-11;
+    if (k->dt == TF_DTYPE_BF16) return 4.0 * 0x1p-8;
+    return tol_of(k);
+}
+
+/* the largest gradient error seen per combo, printed at the end */
+static double worst_err[NCOMBOS][3];
+
+static void report_err(const combo *k, const char *part, double e)
+{
+    int pi = part[1] == 'q' ? 0 : part[1] == 'k' ? 1 : 2;
+    size_t ki = (size_t)(k - COMBOS);
+    if (ki < NCOMBOS && e > worst_err[ki][pi]) worst_err[ki][pi] = e;
+}
+
+static void report_print(void)
+{
+    for (size_t ki = 0; ki < NCOMBOS; ki++)
+        printf("attention gradients %s: largest error (of the terms' magnitude) dq %.3g dk %.3g dv %.3g (tolerance %.3g)\n",
+               COMBOS[ki].name, worst_err[ki][0], worst_err[ki][1], worst_err[ki][2],
+               att_grad_tol(&COMBOS[ki]));
+}
+
 /* One case against backend-cpu. */
 static void att_check(const combo *k, const att_case *c, size_t shift)
 {
@@ -362,18 +496,26 @@ static void att_check(const combo *k, const att_case *c, size_t shift)
              shift);
     ASSERT_CLOSE(g.out, out, no, tol_of(k), "attention out, %s", what);
     if (c->train) {
-        /* dq, dk, dv separately: each is held to its own scale */
-        float *a = fnew(rows * H), *b = fnew(rows * H);
+        /* dq, dk, dv separately, each against its own terms' magnitude */
+        float *mag = att_grad_magnitude(c, &d, qkv, dout, save);
+        float *a = fnew(rows * H), *b = fnew(rows * H), *m = fnew(rows * H);
         const char *names[3] = {"dq", "dk", "dv"};
         for (int part = 0; part < 3; part++) {
             for (size_t r = 0; r < rows; r++) {
                 memcpy(a + r * H, g.dqkv + r * 3 * H + part * H, H * sizeof(float));
                 memcpy(b + r * H, dqkv + r * 3 * H + part * H, H * sizeof(float));
+                memcpy(m + r * H, mag + r * 3 * H + part * H, H * sizeof(float));
             }
-            ASSERT_CLOSE(a, b, rows * H, tol_of(k), "attention %s, %s", names[part], what);
+            double e = rel_err_mag(a, b, m, c);
+            report_err(k, names[part], e);
+            if (!(e <= att_grad_tol(k)))
+                ck_abort_msg("attention %s, %s: error %.3g of the terms' magnitude > %.3g (seed %llu)",
+                             names[part], what, e, att_grad_tol(k), (unsigned long long)seed0);
         }
         free(a);
         free(b);
+        free(m);
+        free(mag);
     }
     att_free(&g);
     free(qkv);
@@ -1102,6 +1244,7 @@ int main(void)
     SRunner *sr = srunner_create(attention_suite());
     srunner_set_fork_status(sr, CK_NOFORK);
     srunner_run_all(sr, CK_NORMAL);
+    report_print();
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
     gv->close(gb);
