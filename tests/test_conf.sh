@@ -175,7 +175,7 @@ done
 # 3. the hands-on's settings (CONTEXT.md), as the dry run resolved them
 d="$tmp/imdb_1gpu.dump"
 for want in 'pretrained = "bert-base-cased";' 'task = "classification";' 'num_labels = 2;' \
-    'plugin = "imdb";' 'path = "data/aclImdb";' 'max_length = 512;' 'padding = "max_length";' \
+    'plugin = "imdb";' 'path = "imdb";' 'max_length = 512;' 'padding = "max_length";' \
     'num_train_epochs = 2.0;' 'per_device_train_batch_size = 16;' 'per_device_eval_batch_size = 16;' \
     'learning_rate = 5e-05;' 'eval_strategy = "epoch";' 'logging_strategy = "no";' 'save_strategy = "no";' \
     'disable_tqdm = true;' 'weight_decay = 0.0; # default' 'warmup_ratio = 0.0; # default' \
@@ -183,7 +183,7 @@ for want in 'pretrained = "bert-base-cased";' 'task = "classification";' 'num_la
     grep -qF "  $want" "$d" && ok || bad "imdb_1gpu does not resolve to: $want"
 done
 d="$tmp/squad_1gpu.dump"
-for want in 'pretrained = "bert-base-uncased";' 'task = "question-answering";' 'plugin = "squad";' \
+for want in 'pretrained = "bert-base-uncased";' 'task = "question-answering";' 'plugin = "squad";' 'path = "squad";' \
     'max_seq_length = 384;' 'doc_stride = 128;' 'learning_rate = 5e-05;' 'num_train_epochs = 2.0;'; do
     grep -qF "  $want" "$d" && ok || bad "squad_1gpu does not resolve to: $want"
 done

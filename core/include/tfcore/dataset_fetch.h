@@ -64,8 +64,12 @@ typedef struct tf_dataset_source {
  * any other failure leaves nothing under the final name. Offline (or built
  * without libcurl), a missing dataset is one TF_ERR_DATA line naming it, the
  * cache folder and the `tfcore download` command that fetches it.
+ * A request with the defaults takes any cached copy (one fetched from a
+ * mirror with a url serves later runs that name only the dataset); a
+ * request that gives url or a sha256 takes only a copy the marker says came
+ * from there / has it.
  * Errors: TF_ERR_CONFIG (unknown name, bad URL or sha256, a cached copy from
- * another URL or checksum), TF_ERR_DATA (not cached offline, checksum
+ * another URL or checksum than the ones given), TF_ERR_DATA (not cached offline, checksum
  * mismatch, refused or damaged archive, HTTP 404), TF_ERR_RUNTIME (network,
  * disk). */
 tf_status tf_dataset_fetch(const char *name, const tf_dataset_source *src, char *folder, size_t n,
