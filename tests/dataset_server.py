@@ -3,12 +3,14 @@
 
 GET/HEAD /<path> serves ROOT/<path> (Range "bytes=N-" gives 206), 404 when
 there is no such file. --slow sends each body in 20 pieces 0.05 s apart (so
-two clients overlap). --log FILE: one line "<path> <status> <bytes>" per body
+two clients overlap). --reset sends half of the first body, then closes the
+connection (the client resumes with Range). --log FILE: one line "<path> <status> <bytes>" per body
 started. The port is written to --port-file once the server listens; the
 server stops after --lifetime seconds.
 """
 import argparse
 import os
+import socket
 import sys
 import threading
 import time
@@ -64,6 +66,15 @@ class Handler(BaseHTTPRequestHandler):
         if args.log:
             with self.server.lock, open(args.log, "a") as f:
                 f.write("%s %d %d\n" % (rel, 206 if start else 200, len(body)))
+        with self.server.lock:
+            first = not self.server.bodies
+            self.server.bodies += 1
+        if first and args.reset:
+            self.wfile.write(body[:len(body) // 2])
+            self.wfile.flush()
+            self.connection.shutdown(socket.SHUT_RDWR)
+            self.close_connection = True
+            return
         if args.slow:
             step = max(1, len(body) // 20)
             for i in range(0, len(body), step):
@@ -80,12 +91,14 @@ def main():
     ap.add_argument("--port-file", required=True)
     ap.add_argument("--log", default="")
     ap.add_argument("--slow", action="store_true")
+    ap.add_argument("--reset", action="store_true")
     ap.add_argument("--lifetime", type=float, default=300)
     args = ap.parse_args()
     srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     srv.daemon_threads = True
     srv.args = args
     srv.lock = threading.Lock()
+    srv.bodies = 0
     tmp = args.port_file + ".tmp"
     with open(tmp, "w") as f:
         f.write(str(srv.server_address[1]))

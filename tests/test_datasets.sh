@@ -13,7 +13,8 @@
 #     entries): one line each, exit 5, nothing in the cache, nothing outside
 #  4. a wrong sha256: one line, nothing under the final name; a 404
 #  5. offline with an empty cache: one line naming the dataset and the command
-#  6. two fetches of one dataset at once: both succeed, one download
+#  6. two fetches of one dataset at once: both succeed, one download; a
+#     connection cut mid-file is resumed
 #  7. config checks: data.url with a local path, a bad sha256, squad path names
 # Skipped (77) when tfcore was built without libcurl or libarchive.
 set -u
@@ -189,6 +190,17 @@ if [ $r1 -eq 0 ] && [ $r2 -eq 0 ] && cmp -s "$tmp/o1" "$tmp/o2"; then ok; else
 [ "$(grep -c honest "$tmp/server.log")" -eq 1 ] && ok || { bad "two fetches at once downloaded twice:"; cat "$tmp/server.log"; }
 (cd "$tmp/c6/datasets/imdb" && find aclImdb | sort) >"$tmp/tree"
 cmp -s "$tmp/tree" "$tmp/root/honest.tree" && ok || bad "two fetches at once: the tree differs"
+stop_server
+
+# --- 6b. a connection cut mid-file: resumed with Range -----------------------------------
+start_server --reset
+imdb_cfg "$tmp/honest.cfg" "path = \"imdb\"; url = \"$endpoint/honest/aclImdb_v1.tar.gz\"; sha256 = \"$sha\";"
+dl "$tmp/c6b" -c "$tmp/honest.cfg"
+rc=$?
+if [ $rc -eq 0 ] && [ "$(grep -c '^honest/aclImdb_v1.tar.gz 206 ' "$tmp/server.log")" -eq 1 ]; then ok; else
+    bad "a cut download: exit $rc, server log:"; cat "$tmp/server.log" "$tmp/err"; fi
+(cd "$tmp/c6b/datasets/imdb" && find aclImdb | sort) >"$tmp/tree"
+cmp -s "$tmp/tree" "$tmp/root/honest.tree" && ok || bad "a cut download: the tree differs"
 stop_server
 
 # --- 7. config checks ----------------------------------------------------------------------
