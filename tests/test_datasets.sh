@@ -133,8 +133,9 @@ cmp -s "$tmp/c1/datasets/squad/dev-v1.1.json" "$tmp/root/squad/dev-v1.1.json" &&
 dl "$tmp/c1" -c "$tmp/squad.cfg" -o 'data.path="squad_v2"'
 [ $? -eq 0 ] && [ -f "$tmp/c1/datasets/squad_v2/train-v2.0.json" ] && ok || { bad "download squad_v2"; cat "$tmp/err"; }
 TFCORE_OFFLINE=1 dl "$tmp/c1" imdb squad squad_v2
+rc=$?
 printf '%s\n' "$tmp/c1/datasets/imdb/aclImdb" "$tmp/c1/datasets/squad" "$tmp/c1/datasets/squad_v2" >"$tmp/want"
-[ $? -eq 0 ] && cmp -s "$tmp/out" "$tmp/want" && ok || { bad "download imdb squad squad_v2 offline"; cat "$tmp/out" "$tmp/err"; }
+[ $rc -eq 0 ] && cmp -s "$tmp/out" "$tmp/want" && ok || { bad "download imdb squad squad_v2 offline"; cat "$tmp/out" "$tmp/err"; }
 TFCORE_CACHE="$tmp/c1" TFCORE_OFFLINE=1 timeout 120 "$tfcore" -c "$tmp/squad.cfg" >"$tmp/out" 2>"$tmp/err"
 rc=$?
 [ $rc -eq 0 ] && ok || { bad "training with data.path = \"squad\": exit $rc"; tail -5 "$tmp/err"; }
@@ -163,6 +164,15 @@ imdb_cfg "$tmp/404.cfg" "path = \"imdb\"; url = \"$endpoint/missing/aclImdb_v1.t
 dl "$tmp/c4" -c "$tmp/404.cfg"
 one_line "404" $? 5 "HTTP 404 from $endpoint/missing/aclImdb_v1.tar.gz"
 empty_cache "404" "$tmp/c4"
+
+# squad: the train file verified and moved on, the dev file's checksum wrong:
+# neither stays in the cache
+train_sha=$("$py" -c "import hashlib,sys; print(hashlib.sha256(open(sys.argv[1],'rb').read()).hexdigest())" \
+      "$tmp/root/squad/train-v1.1.json")
+dl "$tmp/c4b" -c "$tmp/squad.cfg" -o "data.train_sha256=\"$train_sha\"" \
+    -o "data.validation_sha256=\"$(printf 'f%.0s' $(seq 64))\""
+one_line "squad, wrong dev sha256" $? 5 "checksum mismatch for $endpoint/squad/dev-v1.1.json"
+empty_cache "squad, wrong dev sha256" "$tmp/c4b"
 
 # --- 5. offline with an empty cache --------------------------------------------------
 for var in TFCORE_OFFLINE HF_HUB_OFFLINE HF_DATASETS_OFFLINE; do

@@ -308,15 +308,16 @@ tf_status tf_dataset_fetch(const char *name, const tf_dataset_source *src, char 
             st = tf_error_set(err, TF_ERR_RUNTIME, "cannot rename %s to %s: %s", tmp, dir, strerror(errno));
     }
     if (st) {
-        /* nothing half-made stays: the unpacked tree, a refused archive (a
-         * partial .incomplete download stays, to resume) */
+        /* nothing half-made stays: the unpacked tree, the whole downloads (a
+         * refused archive; the next try downloads every file again anyway);
+         * a partial .incomplete download stays, to resume */
         tf_error ignored = {0};
         tf_file_remove_tree(tmp, &ignored);
         char path[2 * TF_HUB_PATH_MAX];
         struct stat sb;
         for (int i = 0; i < r.nfiles; i++) {
             snprintf(path, sizeof path, "%s/%s", downloads, r.d->files[i]);
-            if (r.d->root) unlink(path);
+            unlink(path);
             /* an empty partial file (the server said no at once) is no help */
             snprintf(path, sizeof path, "%s/%s.incomplete", downloads, r.d->files[i]);
             if (stat(path, &sb) == 0 && sb.st_size == 0) unlink(path);

@@ -83,7 +83,7 @@ static tf_status read_config(tf_section *s, imdb_config *c, tf_error *err)
     if ((st = tf_cfg_int(s, "seed", -1, -1, INT64_MAX, &c->seed, err))) return st;
     if ((st = tf_cfg_string(s, "url", NULL, &c->url, err))) return st;
     if ((st = tf_cfg_string(s, "sha256", NULL, &c->sha256, err))) return st;
-    if ((c->url || c->sha256) && !tf_dataset_is_name(c->path))
+    if ((c->url || c->sha256) && strcmp(c->path, "imdb") != 0)
         return tf_error_set(err, TF_ERR_CONFIG, "%s: data.%s is for data.path = \"imdb\" (fetched by name), not a path",
                             tf_cfg_where(s, c->url ? "url" : "sha256"), c->url ? "url" : "sha256");
     if (c->sha256 && (strlen(c->sha256) != 64 || strspn(c->sha256, "0123456789abcdefABCDEF") != 64))
