@@ -64,6 +64,13 @@ export HF_HUB_CACHE="$tmp/work/hub" HF_HUB_OFFLINE=1
 hub_model bert-base-cased 28996 768 12 12 3072
 hub_model bert-base-uncased 30522 768 12 12 3072
 bert_config models/all-MiniLM-L6-v2 30522 384 6 12 1536
+# and the datasets are names: a tfcore cache that has them (the marker a
+# completed fetch leaves; a dry run reads no data), used offline
+export TFCORE_CACHE="$tmp/work/tfcore"
+for d in imdb squad; do
+    mkdir -p "$TFCORE_CACHE/datasets/$d"
+    printf 'tfcore dataset %s\n' "$d" >"$TFCORE_CACHE/datasets/$d/.tfcore-dataset"
+done
 # the configs' folders, for configs with a section taken out; base/ is shared
 mkdir -p "$tmp/conf"
 ln -s "$conf/base" "$tmp/conf/base"

@@ -184,6 +184,14 @@ rc=$?
 [ $rc -eq 5 ] && tail -n 1 "$tmp/err" | grep -q 'data.path "imdb": dataset .imdb. is not in the tfcore cache.*tfcore download imdb' \
     && ok || { bad "a run offline with an empty cache: exit $rc"; tail -3 "$tmp/err"; }
 [ ! -e "$tmp/c5/datasets/imdb" ] && ok || bad "offline left something in the cache"
+# --dry-run: offline, the missing dataset is the one line; online, nothing is downloaded
+TFCORE_CACHE="$tmp/c5" TFCORE_OFFLINE=1 timeout 20 "$tfcore" -c "$tmp/byname.cfg" --dry-run >"$tmp/out" 2>"$tmp/err"
+one_line "--dry-run offline" $? 5 'data.path "imdb": dataset .imdb. is not in the tfcore cache.*tfcore download imdb'
+TFCORE_CACHE="$tmp/c5" TFCORE_OFFLINE=1 timeout 20 "$tfcore" -c "$tmp/squad.cfg" --dry-run >"$tmp/out" 2>"$tmp/err"
+one_line "--dry-run offline (squad)" $? 5 'data.path "squad": dataset .squad. is not in the tfcore cache.*tfcore download squad'
+TFCORE_CACHE="$tmp/c5" timeout 20 "$tfcore" -c "$tmp/honest.cfg" --dry-run >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ $rc -eq 0 ] && [ ! -e "$tmp/c5/datasets/imdb" ] && ok || { bad "--dry-run online: exit $rc, or it downloaded"; cat "$tmp/err"; }
 
 # --- 6. two fetches at once -------------------------------------------------------------
 stop_server

@@ -246,20 +246,16 @@ static tf_status fetch_into(const request *r, const hub_env *env, const char *do
     return tf_file_write_text_atomic(path, text, err);
 }
 
-tf_status tf_dataset_fetch(const char *name, const tf_dataset_source *src, char *folder, size_t n, tf_error *err)
+/* The cache check both calls start with: *have when dir holds the dataset;
+ * otherwise, when it cannot be fetched here (offline, or built without
+ * libcurl / libarchive), the one line naming the command that fetches it. */
+static tf_status lookup(const request *r, const char *name, const char *cache, const char *dir, bool *have,
+                        tf_error *err)
 {
-    request r;
-    tf_status st = make_request(name, src, &r, err);
-    if (st) return st;
-    char cache[TF_HUB_PATH_MAX], dir[TF_HUB_PATH_MAX + 64];
-    if ((st = tf_dataset_cache_dir(cache, sizeof cache, err))) return st;
-    snprintf(dir, sizeof dir, "%s/%s", cache, name);
-    bool have;
-    if ((st = cached(&r, dir, &have, err))) return st;
-    if (have) return result_folder(&r, dir, folder, n, err);
-
+    tf_status st = cached(r, dir, have, err);
+    if (st || *have) return st;
     const char *off = offline_reason();
-    if (off || !tf_hub_can_download() || (r.d->root && !archive_can_extract())) {
+    if (off || !tf_hub_can_download() || (r->d->root && !archive_can_extract())) {
         char why[128];
         if (off) snprintf(why, sizeof why, "offline: %s is set", off);
         else snprintf(why, sizeof why, "this tfcore was built without %s",
@@ -269,6 +265,32 @@ tf_status tf_dataset_fetch(const char *name, const tf_dataset_source *src, char 
                             "on a machine with internet%s (same TFCORE_CACHE)",
                             name, cache, why, name, off ? "" : " and a tfcore built with libcurl and libarchive");
     }
+    return TF_OK;
+}
+
+tf_status tf_dataset_check(const char *name, const tf_dataset_source *src, tf_error *err)
+{
+    request r;
+    tf_status st = make_request(name, src, &r, err);
+    if (st) return st;
+    char cache[TF_HUB_PATH_MAX], dir[TF_HUB_PATH_MAX + 64];
+    if ((st = tf_dataset_cache_dir(cache, sizeof cache, err))) return st;
+    snprintf(dir, sizeof dir, "%s/%s", cache, name);
+    bool have;
+    return lookup(&r, name, cache, dir, &have, err);
+}
+
+tf_status tf_dataset_fetch(const char *name, const tf_dataset_source *src, char *folder, size_t n, tf_error *err)
+{
+    request r;
+    tf_status st = make_request(name, src, &r, err);
+    if (st) return st;
+    char cache[TF_HUB_PATH_MAX], dir[TF_HUB_PATH_MAX + 64];
+    if ((st = tf_dataset_cache_dir(cache, sizeof cache, err))) return st;
+    snprintf(dir, sizeof dir, "%s/%s", cache, name);
+    bool have;
+    if ((st = lookup(&r, name, cache, dir, &have, err))) return st;
+    if (have) return result_folder(&r, dir, folder, n, err);
     hub_env env;
     if ((st = hub_env_read(&env, err))) return st;
 

@@ -118,7 +118,14 @@ static tf_status resolve_path(tf_section *s, imdb_config *c, char *buf, size_t n
 static tf_status imdb_check_config(tf_section *s, tf_error *err)
 {
     imdb_config c;
-    return read_config(s, &c, err);
+    tf_status st = read_config(s, &c, err);
+    struct stat sb;
+    if (st || stat(c.path, &sb) == 0 || strcmp(c.path, "imdb") != 0) return st;
+    /* by name: offline and not cached fails here (--dry-run); nothing is downloaded */
+    tf_dataset_source src = {.size = sizeof src, .url = c.url, .sha256 = {c.sha256, NULL}};
+    if ((st = tf_dataset_check(c.path, &src, err)))
+        tf_error_prefix(err, "%s: data.path \"imdb\"", tf_cfg_where(s, "path"));
+    return st;
 }
 
 static bool is_dir(const char *p)

@@ -139,14 +139,20 @@ static tf_status read_config(tf_section *s, squad_config *c, tf_error *err)
 static tf_status squad_check_config(tf_section *s, tf_error *err)
 {
     squad_config c;
-    return read_config(s, &c, err);
+    tf_status st = read_config(s, &c, err);
+    if (st || !c.path || (c.train_file && c.validation_file)) return st;
+    /* by name: offline and not cached fails here (--dry-run); nothing is downloaded */
+    tf_dataset_source src = {.size = sizeof src, .url = c.url, .sha256 = {c.train_sha256, c.validation_sha256}};
+    if ((st = tf_dataset_check(c.path, &src, err)))
+        tf_error_prefix(err, "%s: data.path \"%s\"", tf_cfg_where(s, "path"), c.path);
+    return st;
 }
 
 /* data.path "squad" / "squad_v2": the cached official files (fetched when
  * missing) for whichever of train_file / validation_file is not given. */
 static tf_status resolve_path(tf_section *s, squad_config *c, char train[4200], char dev[4200], tf_error *err)
 {
-    if (!c->path) return TF_OK;
+    if (!c->path || (c->train_file && c->validation_file)) return TF_OK;
     tf_dataset_source src = {.size = sizeof src, .url = c->url, .sha256 = {c->train_sha256, c->validation_sha256}};
     char folder[4096];
     tf_status st = tf_dataset_fetch(c->path, &src, folder, sizeof folder, err);

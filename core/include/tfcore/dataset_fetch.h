@@ -75,6 +75,13 @@ typedef struct tf_dataset_source {
 tf_status tf_dataset_fetch(const char *name, const tf_dataset_source *src, char *folder, size_t n,
                            tf_error *err);
 
+/* What a config check (--dry-run) asks, without downloading anything: TF_OK
+ * when the dataset is cached, or missing but fetchable here (online); the
+ * offline line of tf_dataset_fetch when it is missing and cannot be fetched;
+ * TF_ERR_CONFIG for a bad name, URL or sha256, or a cached copy from another
+ * URL or checksum than the ones given. */
+tf_status tf_dataset_check(const char *name, const tf_dataset_source *src, tf_error *err);
+
 /* The datasets cache folder the environment selects (for messages, docs). */
 tf_status tf_dataset_cache_dir(char *folder, size_t n, tf_error *err);
 
