@@ -208,6 +208,19 @@ if [ $r1 -eq 0 ] && [ $r2 -eq 0 ] && cmp -s "$tmp/o1" "$tmp/o2"; then ok; else
 [ "$(grep -c honest "$tmp/server.log")" -eq 1 ] && ok || { bad "two fetches at once downloaded twice:"; cat "$tmp/server.log"; }
 (cd "$tmp/c6/datasets/imdb" && find aclImdb | sort) >"$tmp/tree"
 cmp -s "$tmp/tree" "$tmp/root/honest.tree" && ok || bad "two fetches at once: the tree differs"
+# what a killed fetch left: a half-unpacked folder (tidied) and a partial
+# download (resumed from its last byte)
+mkdir -p "$tmp/c6c/datasets/.tmp-imdb-99999/aclImdb" "$tmp/c6c/datasets/.downloads/imdb"
+total=$(wc -c <"$tmp/root/honest/aclImdb_v1.tar.gz")
+half=$((total / 2))
+head -c $half "$tmp/root/honest/aclImdb_v1.tar.gz" >"$tmp/c6c/datasets/.downloads/imdb/aclImdb_v1.tar.gz.incomplete"
+: >"$tmp/server.log"
+dl "$tmp/c6c" -c "$tmp/honest.cfg"
+rc=$?
+if [ $rc -eq 0 ] && grep -q "^honest/aclImdb_v1.tar.gz 206 $((total - half))\$" "$tmp/server.log"; then ok; else
+    bad "a partial download left over: exit $rc, server log:"; cat "$tmp/server.log" "$tmp/err"; fi
+left=$(cd "$tmp/c6c/datasets" && find . -mindepth 1 -maxdepth 1 | sort | tr '\n' ' ')
+[ "$left" = "./.locks ./imdb " ] && ok || bad "a killed fetch's leftovers stay: $left"
 stop_server
 
 # --- 6b. a connection cut mid-file: resumed with Range -----------------------------------
