@@ -226,6 +226,8 @@ stop_server
 # --- 6b. a connection cut mid-file: resumed with Range -----------------------------------
 start_server --reset
 imdb_cfg "$tmp/honest.cfg" "path = \"imdb\"; url = \"$endpoint/honest/aclImdb_v1.tar.gz\"; sha256 = \"$sha\";"
+# (and a folder of the dataset's name without the marker: replaced whole)
+mkdir -p "$tmp/c6b/datasets/imdb/aclImdb/stale"
 dl "$tmp/c6b" -c "$tmp/honest.cfg"
 rc=$?
 if [ $rc -eq 0 ] && [ "$(grep -c '^honest/aclImdb_v1.tar.gz 206 ' "$tmp/server.log")" -eq 1 ]; then ok; else
