@@ -14,6 +14,11 @@ CC="${FUZZ_CC:-clang}"
 flags=(-g -O1 -std=c17 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
        -I"$top/core/include" -I"$top/core/src" -DTF_PLUGIN_DIR='"/nonexistent"')
 deps=$(pkg-config --cflags --libs libconfig jansson libutf8proc)
+# libarchive (the archive_extract target unpacks with it) when it is installed
+if pkg-config --exists libarchive; then
+    deps="$deps $(pkg-config --cflags --libs libarchive)"
+    flags+=(-DTF_HAVE_LIBARCHIVE=1)
+fi
 # libtfcore's sources, without the CLI
 lib_srcs=()
 for f in "$top"/core/src/*.c; do

@@ -28,6 +28,7 @@ packages=(
     libconfig-dev        # config files
     libjansson-dev       # JSON: results.json, config.json, SQuAD, safetensors headers
     libcurl4-openssl-dev # models by Hugging Face name: downloads (libcurl) and sha256 checks (libcrypto)
+    libarchive-dev       # datasets by name: unpacking the fetched aclImdb_v1.tar.gz
     libutf8proc-dev      # Unicode for the tokenizer (NFD, categories, case)
     libopenblas-dev      # backend-cpu GEMMs
     libopenmpi-dev openmpi-bin  # comm-mpi and the mpirun launcher

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "tfcore/tfcore.h"
+#include "tfcore/dataset_fetch.h"
 
 #define P sizeof(void *)
 
@@ -98,6 +99,10 @@ _Static_assert(offsetof(tf_adamw_hyper, step) == 16 && offsetof(tf_adamw_hyper, 
 _Static_assert(offsetof(tf_adamw_desc, size) == 0 && offsetof(tf_adamw_desc, hyper) == 8 &&
                    offsetof(tf_adamw_desc, rule) == 40 && sizeof(tf_adamw_desc) == 48,
                "tf_adamw_desc at ABI 1.2");
+/* tfcore/dataset_fetch.h: fields are appended only (size first) */
+_Static_assert(offsetof(tf_dataset_source, size) == 0 && offsetof(tf_dataset_source, url) == 8 &&
+                   offsetof(tf_dataset_source, sha256) == 16 && sizeof(tf_dataset_source) == 32,
+               "tf_dataset_source");
 _Static_assert(TF_ADAMW_TORCH == 0 && TF_ADAMW_HF == 1, "tf_adamw_rule values");
 
 SLOT_AT(tf_model_vtable, check_config, 0);

@@ -64,6 +64,13 @@ export HF_HUB_CACHE="$tmp/work/hub" HF_HUB_OFFLINE=1
 hub_model bert-base-cased 28996 768 12 12 3072
 hub_model bert-base-uncased 30522 768 12 12 3072
 bert_config models/all-MiniLM-L6-v2 30522 384 6 12 1536
+# and the datasets are names: a tfcore cache that has them (the marker a
+# completed fetch leaves; a dry run reads no data), used offline
+export TFCORE_CACHE="$tmp/work/tfcore"
+for d in imdb squad; do
+    mkdir -p "$TFCORE_CACHE/datasets/$d"
+    printf 'tfcore dataset %s\n' "$d" >"$TFCORE_CACHE/datasets/$d/.tfcore-dataset"
+done
 # the configs' folders, for configs with a section taken out; base/ is shared
 mkdir -p "$tmp/conf"
 ln -s "$conf/base" "$tmp/conf/base"
@@ -175,7 +182,7 @@ done
 # 3. the hands-on's settings (CONTEXT.md), as the dry run resolved them
 d="$tmp/imdb_1gpu.dump"
 for want in 'pretrained = "bert-base-cased";' 'task = "classification";' 'num_labels = 2;' \
-    'plugin = "imdb";' 'path = "data/aclImdb";' 'max_length = 512;' 'padding = "max_length";' \
+    'plugin = "imdb";' 'path = "imdb";' 'max_length = 512;' 'padding = "max_length";' \
     'num_train_epochs = 2.0;' 'per_device_train_batch_size = 16;' 'per_device_eval_batch_size = 16;' \
     'learning_rate = 5e-05;' 'eval_strategy = "epoch";' 'logging_strategy = "no";' 'save_strategy = "no";' \
     'disable_tqdm = true;' 'weight_decay = 0.0; # default' 'warmup_ratio = 0.0; # default' \
@@ -183,7 +190,7 @@ for want in 'pretrained = "bert-base-cased";' 'task = "classification";' 'num_la
     grep -qF "  $want" "$d" && ok || bad "imdb_1gpu does not resolve to: $want"
 done
 d="$tmp/squad_1gpu.dump"
-for want in 'pretrained = "bert-base-uncased";' 'task = "question-answering";' 'plugin = "squad";' \
+for want in 'pretrained = "bert-base-uncased";' 'task = "question-answering";' 'plugin = "squad";' 'path = "squad";' \
     'max_seq_length = 384;' 'doc_stride = 128;' 'learning_rate = 5e-05;' 'num_train_epochs = 2.0;'; do
     grep -qF "  $want" "$d" && ok || bad "squad_1gpu does not resolve to: $want"
 done

@@ -30,7 +30,7 @@ static const cli_verb verbs[] = {
     {"bench", tf_cli_bench, "time full training steps (samples/s, GFLOP/s, peak memory)"},
     {"tokenize", tf_cli_tokenize, "tokenize stdin lines with a WordPiece vocab, one JSON array per line"},
     {"squad-eval", tf_cli_squad_eval, "score SQuAD predictions exactly as the official script"},
-    {"download", tf_cli_download, "fetch models by Hugging Face name into the shared cache"},
+    {"download", tf_cli_download, "fetch models by Hugging Face name, and datasets (imdb, squad), into the caches"},
     {"report", tf_cli_report, "compare runs' results.json as a Markdown table / SVG chart"},
 };
 #define NVERBS (sizeof verbs / sizeof verbs[0])
@@ -60,7 +60,10 @@ static void print_help(FILE *out)
             "  TFCORE_PLUGIN_PATH  colon-separated plugin folders searched before the built-in ones\n"
             "  TFCORE_LOG          debug | info | warn | error | quiet\n"
             "  HF_HUB_CACHE, HF_HOME, HF_ENDPOINT, HF_TOKEN, HF_HUB_OFFLINE\n"
-            "                      models by name, as huggingface_hub reads them (tfcore download --help)\n");
+            "                      models by name, as huggingface_hub reads them (tfcore download --help)\n"
+            "  TFCORE_CACHE, TFCORE_OFFLINE\n"
+            "                      datasets by name (data.path = \"imdb\"): $TFCORE_CACHE/datasets,\n"
+            "                      default ~/.cache/tfcore/datasets\n");
 }
 
 int tf_cli_fail(const tf_error *err)

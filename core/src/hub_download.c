@@ -44,6 +44,15 @@ tf_status hub_fetch_file(const hub_env *env, const char *repo, const char *stora
                         file->name, repo);
 }
 
+tf_status hub_download_url(const hub_env *env, const char *url, const char *dest, const char *sha256,
+                           char got[65], tf_error *err)
+{
+    return tf_error_set(err, TF_ERR_RUNTIME,
+                        "cannot download %s: this tfcore was built without libcurl (install "
+                        "libcurl4-openssl-dev and rebuild)",
+                        url);
+}
+
 #else
 
 #include <curl/curl.h>
@@ -416,8 +425,12 @@ static void touch_no_exist(const char *storage, const char *commit, const char *
     if (fd >= 0) close(fd);
 }
 
+/* GET dl_url into `blob` by way of blob.incomplete (resumed when left over):
+ * the size (when known) and the sha256 `want` (when not NULL) are checked
+ * before the rename; `got` (when not NULL) receives the file's sha256. */
 static tf_status download_blob(const hub_env *env, const char *dl_url, const char *blob,
-                               const char *etag, long long size, const char *name, tf_error *err)
+                               const char *want, char got[65], long long size, const char *name,
+                               tf_error *err)
 {
     char part[TF_HUB_PATH_MAX + 256];
     snprintf(part, sizeof part, "%s.incomplete", blob);
@@ -458,20 +471,21 @@ static tf_status download_blob(const hub_env *env, const char *dl_url, const cha
         return tf_error_set(err, TF_ERR_DATA, "%s: got %lld bytes, the server announced %lld; removed %s",
                             dl_url, (long long)sb.st_size, size, part);
     }
-    if (hub_etag_is_sha256(etag)) {
+    if (want || got) {
         char hex[65];
         st = sha256_file(fd, hex, err, part);
         if (st) {
             close(fd);
             return st;
         }
-        if (strcasecmp(hex, etag) != 0) {
+        if (want && strcasecmp(hex, want) != 0) {
             close(fd);
             unlink(part);
             return tf_error_set(err, TF_ERR_DATA,
                                 "checksum mismatch for %s: expected sha256 %s, got %s; the download was removed",
-                                dl_url, etag, hex);
+                                dl_url, want, hex);
         }
+        if (got) memcpy(got, hex, 65);
     }
     close(fd);
     if (rename(part, blob) != 0)
@@ -568,11 +582,23 @@ tf_status hub_fetch_file(const hub_env *env, const char *repo, const char *stora
     }
     if (!(stat(blob, &sb) == 0 && S_ISREG(sb.st_mode))) {
         tf_info("downloading %s of %s (%lld bytes)", file->name, repo, m.size);
-        st = download_blob(env, dl_url, blob, m.etag, m.size, file->name, err);
+        st = download_blob(env, dl_url, blob, hub_etag_is_sha256(m.etag) ? m.etag : NULL, NULL, m.size,
+                           file->name, err);
     }
     if (st == TF_OK) st = hub_link_snapshot(storage, commit, file->name, m.etag, err);
     close(lfd); /* releases the lock */
     return st;
+}
+
+tf_status hub_download_url(const hub_env *env, const char *url, const char *dest, const char *sha256,
+                           char got[65], tf_error *err)
+{
+    pthread_once(&curl_once, curl_init);
+    if (curl_init_rc != CURLE_OK)
+        return tf_error_set(err, TF_ERR_RUNTIME, "cannot start libcurl: %s", curl_easy_strerror(curl_init_rc));
+    const char *name = strrchr(dest, '/') ? strrchr(dest, '/') + 1 : dest;
+    tf_info("downloading %s from %s", name, url);
+    return download_blob(env, url, dest, sha256, got, -1, name, err);
 }
 
 #endif

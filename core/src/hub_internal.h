@@ -101,6 +101,14 @@ tf_status hub_fetch_file(const hub_env *env, const char *repo, const char *stora
                          const char *revision, const hub_file *file, char commit[41],
                          bool *absent, tf_error *err);
 
+/* GET url (redirects followed, retried, resumed from dest.incomplete when
+ * one is left over) into dest: dest.incomplete while it downloads, checked
+ * against sha256 (64 hex digits; NULL: not checked) and only then renamed to
+ * dest. got (when not NULL) receives the sha256 of what was downloaded. The
+ * caller holds the lock that makes it the only writer of dest. */
+tf_status hub_download_url(const hub_env *env, const char *url, const char *dest, const char *sha256,
+                           char got[65], tf_error *err);
+
 /* Make snapshots/<commit>/<file> a relative link to ../../blobs/<etag>
  * (more ../ for a file in a subfolder), replacing whatever is there. */
 tf_status hub_link_snapshot(const char *storage, const char *commit, const char *file,

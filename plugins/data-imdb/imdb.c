@@ -6,7 +6,12 @@
  * padding="max_length") or to the batch's longest row (padding = "longest").
  *
  * Config (section "data"):
- *   path           aclImdb root (with train/ and test/), or one .csv / .jsonl file
+ *   path           aclImdb root (with train/ and test/), or one .csv / .jsonl file,
+ *                  or the name "imdb": the Stanford archive fetched into tfcore's
+ *                  cache (tfcore/dataset_fetch.h) unless a file or folder of
+ *                  that name exists here
+ *   url, sha256    for path = "imdb": where the archive comes from and its
+ *                  sha256 (defaults: Stanford's URL and its published checksum)
  *   format         "auto" (by path) | "folder" | "csv" | "jsonl"
  *   eval_path      for a single-file path: the eval file (same format)
  *   eval_fraction  for a single file without eval_path: share held out for eval (0.1)
@@ -25,6 +30,7 @@
 
 #include "imdb_read.h"
 #include "tfcore/dataset.h"
+#include "tfcore/dataset_fetch.h"
 #include "tfcore/file.h"
 #include "tfcore/log.h"
 #include "tfcore/plugin.h"
@@ -33,6 +39,7 @@
 
 typedef struct imdb_config {
     const char *path, *format, *eval_path, *padding, *vocab_file, *predictions_file;
+    const char *url, *sha256; /* for path = "imdb" */
     double eval_fraction;
     long long max_length, max_train, max_eval, seed;
     int do_lower_case; /* -1: the model's */
@@ -74,6 +81,14 @@ static tf_status read_config(tf_section *s, imdb_config *c, tf_error *err)
     if ((st = tf_cfg_string(s, "vocab_file", NULL, &c->vocab_file, err))) return st;
     if ((st = tf_cfg_string(s, "predictions_file", NULL, &c->predictions_file, err))) return st;
     if ((st = tf_cfg_int(s, "seed", -1, -1, INT64_MAX, &c->seed, err))) return st;
+    if ((st = tf_cfg_string(s, "url", NULL, &c->url, err))) return st;
+    if ((st = tf_cfg_string(s, "sha256", NULL, &c->sha256, err))) return st;
+    if ((c->url || c->sha256) && strcmp(c->path, "imdb") != 0)
+        return tf_error_set(err, TF_ERR_CONFIG, "%s: data.%s is for data.path = \"imdb\" (fetched by name), not a path",
+                            tf_cfg_where(s, c->url ? "url" : "sha256"), c->url ? "url" : "sha256");
+    if (c->sha256 && (strlen(c->sha256) != 64 || strspn(c->sha256, "0123456789abcdefABCDEF") != 64))
+        return tf_error_set(err, TF_ERR_CONFIG, "%s: data.sha256 '%s' is not 64 hex digits",
+                            tf_cfg_where(s, "sha256"), c->sha256);
     lower_set = tf_cfg_has(s, "do_lower_case");
     bool lower = true;
     if ((st = tf_cfg_bool(s, "do_lower_case", true, &lower, err))) return st;
@@ -81,10 +96,36 @@ static tf_status read_config(tf_section *s, imdb_config *c, tf_error *err)
     return TF_OK;
 }
 
+/* data.path: a file or folder, else the name "imdb" resolved to the
+ * aclImdb folder in tfcore's cache (fetched when missing). */
+static tf_status resolve_path(tf_section *s, imdb_config *c, char *buf, size_t n, tf_error *err)
+{
+    struct stat sb;
+    if (stat(c->path, &sb) == 0 || strcmp(c->path, "imdb") != 0) return TF_OK;
+    tf_dataset_source src = {.size = sizeof src, .url = c->url, .sha256 = {c->sha256, NULL}};
+    tf_status st = tf_dataset_fetch(c->path, &src, buf, n, err);
+    if (st) {
+        tf_error_prefix(err, "%s: data.path \"imdb\"", tf_cfg_where(s, "path"));
+        return st;
+    }
+    c->path = buf;
+    if (strcmp(c->format, "auto") != 0 && strcmp(c->format, "folder") != 0)
+        return tf_error_set(err, TF_ERR_CONFIG, "%s: data.format \"%s\" does not fit data.path \"imdb\" (a folder)",
+                            tf_cfg_where(s, "format"), c->format);
+    return TF_OK;
+}
+
 static tf_status imdb_check_config(tf_section *s, tf_error *err)
 {
     imdb_config c;
-    return read_config(s, &c, err);
+    tf_status st = read_config(s, &c, err);
+    struct stat sb;
+    if (st || stat(c.path, &sb) == 0 || strcmp(c.path, "imdb") != 0) return st;
+    /* by name: offline and not cached fails here (--dry-run); nothing is downloaded */
+    tf_dataset_source src = {.size = sizeof src, .url = c.url, .sha256 = {c.sha256, NULL}};
+    if ((st = tf_dataset_check(c.path, &src, err)))
+        tf_error_prefix(err, "%s: data.path \"imdb\"", tf_cfg_where(s, "path"));
+    return st;
 }
 
 static bool is_dir(const char *p)
@@ -240,6 +281,8 @@ static tf_status imdb_open(const tf_dataset_open_args *a, tf_dataset **out, tf_e
     ds->pad_id = tf_tokenizer_special_id(tok, TF_TOKEN_PAD);
 
     /* the splits */
+    char fetched[4096];
+    if ((st = resolve_path(a->section, &ds->cfg, fetched, sizeof fetched, err))) goto out;
     if (is_dir(c->path) && (strcmp(c->format, "auto") == 0 || strcmp(c->format, "folder") == 0)) {
         char p[4096];
         snprintf(p, sizeof p, "%s/train", c->path);

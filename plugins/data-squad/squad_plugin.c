@@ -7,7 +7,16 @@
  * and scoring them with the official SQuAD metrics.
  *
  * Config (section "data", run_qa's names):
- *   train_file, validation_file   SQuAD JSON (v1.1 or v2.0); at least one
+ *   train_file, validation_file   SQuAD JSON (v1.1 or v2.0); at least one,
+ *                                 unless path names the dataset
+ *   path                          "squad" or "squad_v2": the official train and
+ *                                 dev files fetched into tfcore's cache
+ *                                 (tfcore/dataset_fetch.h); train_file /
+ *                                 validation_file, when given, replace one of them
+ *   url                           for path: the folder URL the files are under
+ *   train_sha256, validation_sha256   for path: the files' sha256 (no checksum
+ *                                 is published: without these, the download's
+ *                                 size and sha256 are recorded, not verified)
  *   version_2_with_negative       v2 postprocessing and metrics (default: the
  *                                 validation file's version, else the train file's)
  *   max_seq_length (384)          window width, special tokens included
@@ -39,6 +48,7 @@
 #include "squad_plugin.h"
 #include "squad_postprocess.h"
 #include "tfcore/dataset.h"
+#include "tfcore/dataset_fetch.h"
 #include "tfcore/log.h"
 #include "tfcore/plugin.h"
 #include "tfcore/squad.h"
@@ -46,6 +56,7 @@
 
 typedef struct squad_config {
     const char *train_file, *validation_file, *vocab_file;
+    const char *path, *url, *train_sha256, *validation_sha256; /* a dataset by name */
     int version_2;      /* -1: from the files */
     long long max_seq_length, doc_stride, n_best_size, max_answer_length;
     long long max_train, max_eval;
@@ -73,6 +84,26 @@ static tf_status read_config(tf_section *s, squad_config *c, tf_error *err)
     memset(c, 0, sizeof *c);
     if ((st = tf_cfg_string(s, "train_file", NULL, &c->train_file, err))) return st;
     if ((st = tf_cfg_string(s, "validation_file", NULL, &c->validation_file, err))) return st;
+    if ((st = tf_cfg_string(s, "path", NULL, &c->path, err))) return st;
+    if ((st = tf_cfg_string(s, "url", NULL, &c->url, err))) return st;
+    if ((st = tf_cfg_string(s, "train_sha256", NULL, &c->train_sha256, err))) return st;
+    if ((st = tf_cfg_string(s, "validation_sha256", NULL, &c->validation_sha256, err))) return st;
+    if (c->path && strcmp(c->path, "squad") != 0 && strcmp(c->path, "squad_v2") != 0)
+        return tf_error_set(err, TF_ERR_CONFIG,
+                            "%s: data.path '%s' is not \"squad\" or \"squad_v2\" (local files go in "
+                            "data.train_file / data.validation_file)",
+                            tf_cfg_where(s, "path"), c->path);
+    static const char *const fetch_keys[] = {"url", "train_sha256", "validation_sha256"};
+    const char *fetch_vals[] = {c->url, c->train_sha256, c->validation_sha256};
+    for (int i = 0; i < 3; i++) {
+        if (fetch_vals[i] && !c->path)
+            return tf_error_set(err, TF_ERR_CONFIG, "%s: data.%s is for data.path = \"squad\" / \"squad_v2\"",
+                                tf_cfg_where(s, fetch_keys[i]), fetch_keys[i]);
+        if (i > 0 && fetch_vals[i] &&
+            (strlen(fetch_vals[i]) != 64 || strspn(fetch_vals[i], "0123456789abcdefABCDEF") != 64))
+            return tf_error_set(err, TF_ERR_CONFIG, "%s: data.%s '%s' is not 64 hex digits",
+                                tf_cfg_where(s, fetch_keys[i]), fetch_keys[i], fetch_vals[i]);
+    }
     bool set = tf_cfg_has(s, "version_2_with_negative");
     if ((st = tf_cfg_bool(s, "version_2_with_negative", false, &b, err))) return st;
     c->version_2 = set ? (int)b : -1;
@@ -97,9 +128,10 @@ static tf_status read_config(tf_section *s, squad_config *c, tf_error *err)
                             "%s: data.doc_stride %lld must be less than max_seq_length - 3 = %lld (the "
                             "windows must advance)",
                             tf_cfg_where(s, "doc_stride"), c->doc_stride, c->max_seq_length - 3);
-    if (!c->train_file && !c->validation_file)
+    if (!c->train_file && !c->validation_file && !c->path)
         return tf_error_set(err, TF_ERR_CONFIG,
-                            "%s: the squad dataset needs data.train_file and/or data.validation_file (SQuAD JSON)",
+                            "%s: the squad dataset needs data.train_file and/or data.validation_file "
+                            "(SQuAD JSON), or data.path = \"squad\" / \"squad_v2\" (fetched by name)",
                             tf_cfg_where(s, "plugin"));
     return TF_OK;
 }
@@ -107,7 +139,37 @@ static tf_status read_config(tf_section *s, squad_config *c, tf_error *err)
 static tf_status squad_check_config(tf_section *s, tf_error *err)
 {
     squad_config c;
-    return read_config(s, &c, err);
+    tf_status st = read_config(s, &c, err);
+    if (st || !c.path || (c.train_file && c.validation_file)) return st;
+    /* by name: offline and not cached fails here (--dry-run); nothing is downloaded */
+    tf_dataset_source src = {.size = sizeof src, .url = c.url, .sha256 = {c.train_sha256, c.validation_sha256}};
+    if ((st = tf_dataset_check(c.path, &src, err)))
+        tf_error_prefix(err, "%s: data.path \"%s\"", tf_cfg_where(s, "path"), c.path);
+    return st;
+}
+
+/* data.path "squad" / "squad_v2": the cached official files (fetched when
+ * missing) for whichever of train_file / validation_file is not given. */
+static tf_status resolve_path(tf_section *s, squad_config *c, char train[4200], char dev[4200], tf_error *err)
+{
+    if (!c->path || (c->train_file && c->validation_file)) return TF_OK;
+    tf_dataset_source src = {.size = sizeof src, .url = c->url, .sha256 = {c->train_sha256, c->validation_sha256}};
+    char folder[4096];
+    tf_status st = tf_dataset_fetch(c->path, &src, folder, sizeof folder, err);
+    if (st) {
+        tf_error_prefix(err, "%s: data.path \"%s\"", tf_cfg_where(s, "path"), c->path);
+        return st;
+    }
+    bool v2 = strcmp(c->path, "squad_v2") == 0;
+    if (!c->train_file) {
+        snprintf(train, 4200, "%s/%s", folder, v2 ? "train-v2.0.json" : "train-v1.1.json");
+        c->train_file = train;
+    }
+    if (!c->validation_file) {
+        snprintf(dev, 4200, "%s/%s", folder, v2 ? "dev-v2.0.json" : "dev-v1.1.json");
+        c->validation_file = dev;
+    }
+    return TF_OK;
 }
 
 static void squad_close(tf_dataset *ds)
@@ -178,6 +240,8 @@ static tf_status squad_open(const tf_dataset_open_args *a, tf_dataset **out, tf_
     if ((st = tf_dataset_tokenizer(a, c->vocab_file, c->do_lower_case, &tok, err))) goto out;
     ds->pad_id = tf_tokenizer_special_id(tok, TF_TOKEN_PAD);
 
+    char fetched_train[4200], fetched_dev[4200];
+    if ((st = resolve_path(a->section, &ds->cfg, fetched_train, fetched_dev, err))) goto out;
     if (c->train_file) {
         if ((st = load_split(ds, tok, c->train_file, TF_SPLIT_TRAIN, a->threads, &train, err))) goto out;
     }
