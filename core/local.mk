@@ -10,6 +10,7 @@ core_libtfcore_la_SOURCES = \
 	core/src/registry.c core/src/registry.h \
 	core/src/search_path.c core/src/search_path.h \
 	core/src/plan.c core/src/plan.h \
+	core/src/stack.c core/src/stack.h \
 	core/src/rng.c \
 	core/src/adamw_check.c \
 	core/src/file_atomic.c \
