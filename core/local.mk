@@ -56,6 +56,7 @@ core_tfcore_SOURCES = \
 	core/src/cli_plugins.c \
 	core/src/cli_train.c \
 	core/src/cli_bench.c \
+	core/src/cli_eval.c \
 	core/src/cli_predict.c \
 	core/src/cli_output.c
 core_tfcore_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/core/src $(LIBCONFIG_CFLAGS) $(JANSSON_CFLAGS)

@@ -609,6 +609,13 @@ static tf_status evaluate_only(tf_trainer *t, tf_error *err)
 tf_status tf_trainer_run(tf_trainer *t, tf_error *err)
 {
     tf_status st = TF_OK;
+    /* evaluation alone (tfcore eval) with nothing to evaluate: said before output_dir is touched */
+    if (!t->args->do_train && t->dvt->num_rows(t->ds, TF_SPLIT_EVAL) == 0)
+        return tf_error_set(err, TF_ERR_CONFIG,
+                            "%s: data '%s' has no eval split (0 eval rows), so there is nothing to evaluate; "
+                            "give the data section an eval split",
+                            tf_cfg_where(tf_config_section(t->plan->cfg, "data"), "plugin"),
+                            t->plan->plugin[TF_KIND_DATASET]->desc->name);
     if (t->rank == 0) st = tf_output_dir_prepare(t, err);
     if (!st && t->rank == 0) st = tf_open_log(t, err);
     if (!st) st = t->args->do_train ? run_loop(t, err) : evaluate_only(t, err);
