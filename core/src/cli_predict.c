@@ -11,7 +11,10 @@
  * with the best span (start <= end, at most 30 tokens, inside text_pair when
  * there is one) and, for text inputs, "answer": the text it covers.
  * An attention_mask value other than 0/1, or a non-finite output, is an
- * error naming the input line (JSON has no NaN: never an empty logits list). */
+ * error naming the input line (JSON has no NaN: never an empty logits list).
+ * The inputs are self-contained (ids, or text for the model folder's
+ * tokenizer), so the config needs no data section: a model section (and any
+ * backend / precision / training keys) is enough. */
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -34,7 +37,8 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: tfcore predict -c FILE --input IN.jsonl --output OUT.jsonl\n"
             "                      [--model DIR] [--batch-size N] [--max-length N] [-o section.key=value]...\n"
-            "  Runs the model in eval mode (no dropout) on each input line:\n"
+            "  Runs the config's model in eval mode (no dropout) on each input line (the config\n"
+            "  needs no data section):\n"
             "    {\"text\": \"...\", \"text_pair\": \"...\"}  tokenized with the model's vocab.txt, or\n"
             "    {\"input_ids\": [...], \"token_type_ids\": [...], \"attention_mask\": [...]}\n"
             "  and writes one line per input: {\"logits\": [...], \"label\": k} for classification,\n"
@@ -453,7 +457,8 @@ int tf_cli_predict(int argc, char **argv)
         ov[nov++] = model_override;
     }
     tf_plan plan;
-    if (tf_plan_resolve(&plan, config, ov, nov, unset, model_dir ? 1 : 0, &err)) {
+    /* the inputs are the JSONL file (ids, or text for the model's tokenizer): no data section needed */
+    if (tf_plan_resolve_for(&plan, config, ov, nov, unset, model_dir ? 1 : 0, true, &err)) {
         rc = tf_cli_fail(&err);
         goto done;
     }

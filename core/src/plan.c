@@ -82,6 +82,12 @@ static tf_status check_abi_needs(const tf_plan *plan, tf_error *err)
 tf_status tf_plan_resolve(tf_plan *plan, const char *config_file, char *const *overrides,
                           size_t noverrides, const char *const *unsets, size_t nunsets, tf_error *err)
 {
+    return tf_plan_resolve_for(plan, config_file, overrides, noverrides, unsets, nunsets, false, err);
+}
+
+tf_status tf_plan_resolve_for(tf_plan *plan, const char *config_file, char *const *overrides, size_t noverrides,
+                              const char *const *unsets, size_t nunsets, bool data_optional, tf_error *err)
+{
     memset(plan, 0, sizeof *plan);
     tf_status st = tf_config_load(&plan->cfg, config_file, err);
     for (size_t i = 0; !st && i < nunsets; i++) st = tf_config_unset(plan->cfg, unsets[i], err);
@@ -125,7 +131,9 @@ tf_status tf_plan_resolve(tf_plan *plan, const char *config_file, char *const *o
         if ((st = pick_plugin(plan, TF_KIND_COMM, NULL, err))) goto fail;
     }
     if ((st = pick_plugin(plan, TF_KIND_MODEL, NULL, err))) goto fail;
-    if ((st = pick_plugin(plan, TF_KIND_DATASET, NULL, err))) goto fail;
+    if ((!data_optional || tf_config_has_section(plan->cfg, "data")) &&
+        (st = pick_plugin(plan, TF_KIND_DATASET, NULL, err)))
+        goto fail;
 
     if ((st = tf_config_check_unread(plan->cfg, err))) goto fail;
     if ((st = check_abi_needs(plan, err))) goto fail;
