@@ -1,7 +1,7 @@
 #!/bin/sh
-# tfcore eval: a saved model (the final one, a checkpoint) evaluated on the
-# config's eval split gives exactly the eval_* numbers the training run
-# reported at its end (classification on synthetic and imdb data, question
+# tfcore eval: a saved model (the final one, a checkpoint, or by hub name
+# from the cache) evaluated on the config's eval split gives exactly the
+# eval_* numbers the training run reported at its end (classification on synthetic and imdb data, question
 # answering on SQuAD v2), printed as the trainer prints an evaluation and
 # written to output_dir/results.json; with several workers (threads, and
 # processes re-executing `tfcore eval`) the same metrics; a missing model, a
@@ -104,7 +104,17 @@ rc=$?
 [ "$rc" -eq 3 ] && [ "$(wc -l <"$tmp/e6.err")" -eq 1 ] && grep -q "results.json an evaluation would replace" "$tmp/e6.err" \
     && cmp -s "$tmp/before.json" "$tmp/trained/results.json" && ok || { bad "eval over the trained run: exit $rc"; cat "$tmp/e6.err"; }
 
-# 7. imdb (CSV, held-out share) through data-imdb
+# 7. a model by hub name, from the Hugging Face cache offline (a snapshot of the trained folder)
+commit=0123456789abcdef0123456789abcdef01234567
+snap="$tmp/hub/models--acme--tiny-bert/snapshots/$commit"
+mkdir -p "$snap" "$tmp/hub/models--acme--tiny-bert/refs" && printf '%s' "$commit" >"$tmp/hub/models--acme--tiny-bert/refs/main" \
+    && cp "$tmp/trained/config.json" "$tmp/trained/model.safetensors" "$snap/" \
+    && HF_HUB_OFFLINE=1 HF_HUB_CACHE="$tmp/hub" "$tfcore" eval -c "$tmp/tiny.cfg" --model acme/tiny-bert \
+        -o training.output_dir="$tmp/evhub" >/dev/null 2>"$tmp/evhub.err" \
+    && same_eval "$tmp/trained/results.json" "$tmp/evhub/results.json" && ok \
+    || { bad "eval of a model by hub name"; cat "$tmp/evhub.err"; }
+
+# 8. imdb (CSV, held-out share) through data-imdb
 cat >"$tmp/imdb.cfg" <<CFG
 model = { plugin = "bert"; preset = "bert-tiny"; task = "classification"; num_labels = 2; };
 data = { plugin = "imdb"; path = "$top_srcdir/tests/data/imdb/reviews.csv";
@@ -117,7 +127,7 @@ CFG
     && same_eval "$tmp/imdb/results.json" "$tmp/imdb-ev/results.json" && ok \
     || { bad "imdb eval"; tail -3 "$tmp/imdb.log"; cat "$tmp/imdb-ev.err" 2>/dev/null; }
 
-# 8. question answering (SQuAD v2): the trainer's exact / f1 path, predictions.json written as in training
+# 9. question answering (SQuAD v2): the trainer's exact / f1 path, predictions.json written as in training
 cat >"$tmp/qa.cfg" <<CFG
 model = { plugin = "bert"; preset = "bert-tiny"; task = "question-answering"; max_position_embeddings = 128; };
 data = { plugin = "squad"; train_file = "$top_srcdir/tests/data/squad/mini-v2.0.json";
