@@ -10,6 +10,7 @@ core_libtfcore_la_SOURCES = \
 	core/src/registry.c core/src/registry.h \
 	core/src/search_path.c core/src/search_path.h \
 	core/src/plan.c core/src/plan.h \
+	core/src/stack.c core/src/stack.h \
 	core/src/rng.c \
 	core/src/adamw_check.c \
 	core/src/file_atomic.c \
@@ -55,6 +56,7 @@ core_tfcore_SOURCES = \
 	core/src/cli_plugins.c \
 	core/src/cli_train.c \
 	core/src/cli_bench.c \
+	core/src/cli_eval.c \
 	core/src/cli_predict.c \
 	core/src/cli_output.c
 core_tfcore_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/core/src $(LIBCONFIG_CFLAGS) $(JANSSON_CFLAGS)

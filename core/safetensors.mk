@@ -3,7 +3,7 @@
 # safetensors package, and the test data. (The fuzz target and its corpus
 # live in tests/fuzz/, distributed as a whole by tests/local.mk.)
 
-core_libtfcore_la_SOURCES += core/src/safetensors_read.c core/src/safetensors_write.c
+core_libtfcore_la_SOURCES += core/src/safetensors_read.c core/src/safetensors_set.c core/src/safetensors_write.c
 pkginclude_HEADERS += core/include/tfcore/safetensors.h
 
 check_PROGRAMS += tests/test_safetensors tests/safetensors_tool
@@ -13,8 +13,8 @@ tests_test_safetensors_LDADD = $(TEST_LDADD)
 tests_safetensors_tool_SOURCES = tests/safetensors_tool.c
 tests_safetensors_tool_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_safetensors_tool_LDADD = $(TEST_LDADD)
-TESTS += tests/test_safetensors tests/ref/safetensors_vs_hf.py
+TESTS += tests/test_safetensors tests/ref/safetensors_vs_hf.py tests/ref/sharded_safetensors_vs_hf.py
 
-EXTRA_DIST += tests/ref/safetensors_vs_hf.py \
+EXTRA_DIST += tests/ref/safetensors_vs_hf.py tests/ref/sharded_safetensors_vs_hf.py \
 	tests/data/safetensors/torch_mixed.safetensors \
 	tests/data/safetensors/README.md

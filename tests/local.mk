@@ -63,6 +63,8 @@ TESTS += tests/test_trainer_options.sh
 EXTRA_DIST += tests/test_trainer_options.sh
 TESTS += tests/test_predict_checks.sh
 EXTRA_DIST += tests/test_predict_checks.sh
+TESTS += tests/test_eval.sh
+EXTRA_DIST += tests/test_eval.sh
 # backend-cpu cut to the ABI 1.1 vtable, for test_trainer_options.sh (tests/abi11/)
 check_LTLIBRARIES += tests/abi11/tfcore-backend-cpu11.la
 tests_abi11_tfcore_backend_cpu11_la_SOURCES = tests/abi11/backend_cpu_abi11.c

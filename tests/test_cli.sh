@@ -48,7 +48,8 @@ expect 2 "^usage: tfcore" "$tfcore"
 expect 2 "tfcore train: no config file given" "$tfcore" train
 expect 2 "tfcore train: unknown argument '--fast'" "$tfcore" train -c x.cfg --fast
 expect 2 "tfcore train: -c needs a value" "$tfcore" train -c
-expect 2 "tfcore eval: not available in tfcore" "$tfcore" eval
+expect 2 "tfcore eval: no config file given" "$tfcore" eval
+expect 2 "tfcore eval: unknown or incomplete argument .--model." "$tfcore" eval -c x.cfg --model
 expect 0 "^KIND +NAME" "$tfcore" plugins
 expect 0 '"plugins": \[' "$tfcore" plugins --json
 expect 0 "precision +fp32" "$tfcore" plugins

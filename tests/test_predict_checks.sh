@@ -3,7 +3,9 @@
 # with the tensor's name (each dtype model-bert reads: F32, F16, BF16, F64),
 # an attention_mask value other than 0/1 is refused with its input line, and
 # a non-finite output is an error naming the input line (never
-# {"logits":[],"label":0} with exit 0), with no output file left behind.
+# {"logits":[],"label":0} with exit 0), with no output file left behind; a
+# precision the backend cannot compute in is refused as training refuses it;
+# a config without a data section is enough (the inputs are self-contained).
 set -u
 : "${top_builddir:?}" "${top_srcdir:?}"
 tfcore="$top_builddir/core/tfcore"
@@ -91,6 +93,25 @@ patch_model classifier.weight F32 all 3e38 || bad "patching the model (huge)"
 rc=$?
 [ "$rc" -eq 1 ] && grep -q "good.jsonl:1: the model's output is not finite (logit 0 is" "$tmp/p.err" && [ ! -e "$tmp/o3" ] \
     && ok || { bad "overflowing output: exit $rc"; cat "$tmp/p.err"; cat "$tmp/o3" 2>/dev/null; }
+
+# 4. a precision the backend cannot compute in: the same line as training and --dry-run
+#    (the stack's supports check), exit 4, no output file
+"$tfcore" predict -c "$tmp/tiny.cfg" --model "$tmp/m" -o precision.plugin=\"fp16\" --input "$tmp/good.jsonl" \
+    --output "$tmp/o4" 2>"$tmp/p.err" >/dev/null
+rc=$?
+[ "$rc" -eq 4 ] && [ "$(wc -l <"$tmp/p.err")" -eq 1 ] \
+    && grep -q "^tfcore: the cpu backend cannot compute in precision 'fp16' (F16 activations, f16 GEMMs)$" "$tmp/p.err" \
+    && [ ! -e "$tmp/o4" ] && ok || { bad "predict in fp16 on the cpu backend: exit $rc"; cat "$tmp/p.err"; }
+
+# 5. the inputs are self-contained: a config with only a model section predicts as the
+#    training config does (ids), and text goes through the model folder's tokenizer
+printf 'model = { plugin = "bert"; task = "classification"; };\n' >"$tmp/model-only.cfg"
+"$tfcore" predict -c "$tmp/model-only.cfg" --model "$tmp/m" --input "$tmp/good.jsonl" --output "$tmp/o5" 2>"$tmp/p.err" \
+    && cmp -s "$tmp/good.out" "$tmp/o5" && ok || { bad "predict with a config without a data section"; cat "$tmp/p.err"; }
+rm -rf "$tmp/v" && cp -r "$tmp/m" "$tmp/v" && cp "$top_srcdir/tests/data/tokenizer/vocab.txt" "$tmp/v/" \
+    && printf '{"text": "hello world", "text_pair": "the cafe"}\n' >"$tmp/text.jsonl" \
+    && "$tfcore" predict -c "$tmp/model-only.cfg" --model "$tmp/v" --input "$tmp/text.jsonl" --output "$tmp/o6" 2>"$tmp/p.err" \
+    && grep -q '"logits": *\[[^]]' "$tmp/o6" && ok || { bad "text predict with a config without a data section"; cat "$tmp/p.err"; }
 
 echo "test_predict_checks: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

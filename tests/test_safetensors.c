@@ -943,6 +943,143 @@ START_TEST(test_write_dir_sync_failure)
 }
 END_TEST
 
+/* ---- a folder's weights: one file or shards with an index ------------------- */
+
+static const int64_t set_shape[] = {2};
+static const float set_vals[3][2] = {{1, 2}, {3, 4}, {5, 6}};
+
+/* tmpdir/FILE holding the tensors named in names (values set_vals[i]) */
+static void write_shard(const char *file, const char *const *names, const int *vals, size_t n)
+{
+    tf_st_tensor t[3];
+    for (size_t i = 0; i < n; i++)
+        t[i] = (tf_st_tensor){.name = names[i], .dtype = TF_DTYPE_F32, .ndim = 1, .shape = set_shape,
+                              .data = set_vals[vals[i]]};
+    char path[160];
+    snprintf(path, sizeof path, "%s/%s", tmpdir, file);
+    tf_error err;
+    ck_assert_msg(tf_safetensors_write(path, t, n, NULL, 0, &err) == TF_OK, "%s", err.msg);
+}
+
+static const char *fmt_tmp(const char *file)
+{
+    static char path[160];
+    snprintf(path, sizeof path, "%s/%s", tmpdir, file);
+    return path;
+}
+
+static void write_index(const char *json)
+{
+    char path[160];
+    snprintf(path, sizeof path, "%s/model.safetensors.index.json", tmpdir);
+    write_file(path, json, strlen(json));
+}
+
+/* Shards as transformers writes them: a and b in shard 1, c in shard 2. */
+static void write_good_shards(void)
+{
+    write_shard("model-00001-of-00002.safetensors", (const char *[]){"a", "b"}, (const int[]){0, 1}, 2);
+    write_shard("model-00002-of-00002.safetensors", (const char *[]){"c"}, (const int[]){2}, 1);
+}
+#define GOOD_MAP "\"a\": \"model-00001-of-00002.safetensors\", \"b\": \"model-00001-of-00002.safetensors\", " \
+                 "\"c\": \"model-00002-of-00002.safetensors\""
+
+static void expect_set_error(const char *frag1, const char *frag2)
+{
+    tf_safetensors_set *set = (tf_safetensors_set *)1;
+    tf_error err = {0};
+    ck_assert_int_eq(tf_safetensors_set_open(tmpdir, "model.safetensors", &set, &err), TF_ERR_DATA);
+    ck_assert_ptr_null(set);
+    ck_assert_msg(strstr(err.msg, frag1), "message '%s' lacks '%s'", err.msg, frag1);
+    if (frag2) ck_assert_msg(strstr(err.msg, frag2), "message '%s' lacks '%s'", err.msg, frag2);
+    ck_assert_msg(strstr(err.msg, "model.safetensors"), "message '%s' names no file", err.msg);
+    ck_assert(!strchr(err.msg, '\n'));
+}
+
+START_TEST(test_set_single_and_sharded)
+{
+    make_tmpdir();
+    tf_safetensors_set *set;
+    tf_error err;
+    /* neither file */
+    expect_set_error("model.safetensors: No such file or directory", NULL);
+    /* sharded: every tensor once, shards in name order, values from the right file */
+    write_good_shards();
+    write_index("{\"metadata\": {\"total_size\": 24}, \"weight_map\": {" GOOD_MAP "}}");
+    ck_assert_msg(tf_safetensors_set_open(tmpdir, "model.safetensors", &set, &err) == TF_OK, "%s", err.msg);
+    ck_assert_uint_eq(tf_safetensors_set_count(set), 3);
+    ck_assert_ptr_nonnull(strstr(tf_safetensors_set_path(set), "model.safetensors.index.json"));
+    const char *want[] = {"a", "b", "c"};
+    for (size_t i = 0; i < 3; i++) {
+        const tf_safetensors *file;
+        const tf_st_tensor *t = tf_safetensors_set_at(set, i, &file);
+        ck_assert_str_eq(t->name, want[i]);
+        ck_assert_ptr_nonnull(strstr(tf_safetensors_path(file), i < 2 ? "model-00001" : "model-00002"));
+        float v[2];
+        ck_assert_int_eq(tf_safetensors_copy_f32(file, t, v, 2, &err), TF_OK);
+        ck_assert(v[0] == set_vals[i][0] && v[1] == set_vals[i][1]);
+    }
+    ck_assert_ptr_null(tf_safetensors_set_at(set, 3, NULL));
+    tf_safetensors_set_close(set);
+    /* a single model.safetensors wins over an index, as in transformers */
+    write_shard("model.safetensors", (const char *[]){"z"}, (const int[]){0}, 1);
+    ck_assert_int_eq(tf_safetensors_set_open(tmpdir, "model.safetensors", &set, &err), TF_OK);
+    ck_assert_uint_eq(tf_safetensors_set_count(set), 1);
+    ck_assert_str_eq(tf_safetensors_set_at(set, 0, NULL)->name, "z");
+    tf_safetensors_set_close(set);
+    remove_tmpdir();
+}
+END_TEST
+
+START_TEST(test_set_rejects_bad_index)
+{
+    make_tmpdir();
+    write_good_shards();
+    /* a missing shard */
+    write_index("{\"weight_map\": {" GOOD_MAP ", \"d\": \"model-00003-of-00003.safetensors\"}}");
+    expect_set_error("index.json: shard 'model-00003-of-00003.safetensors': ", "No such file or directory");
+    /* a tensor in two shards */
+    write_shard("model-00002-of-00002.safetensors", (const char *[]){"b", "c"}, (const int[]){1, 2}, 2);
+    write_index("{\"weight_map\": {" GOOD_MAP "}}");
+    expect_set_error("tensor 'b' is in shard 'model-00002-of-00002.safetensors', but the weight_map puts it in "
+                     "'model-00001-of-00002.safetensors'",
+                     "one shard only");
+    write_good_shards();
+    /* paths leading out of the folder */
+    const char *escape[] = {"../model-00002-of-00002.safetensors", "/etc/passwd", "sub/x.safetensors", "..", ""};
+    for (size_t i = 0; i < sizeof escape / sizeof escape[0]; i++) {
+        char json[512];
+        snprintf(json, sizeof json,
+                 "{\"weight_map\": {\"a\": \"model-00001-of-00002.safetensors\", \"b\": "
+                 "\"model-00001-of-00002.safetensors\", \"c\": \"%s\"}}",
+                 escape[i]);
+        write_index(json);
+        expect_set_error("weight_map['c'] = '", "a shard must be a file name in the model's folder");
+    }
+    /* a tensor of a shard the index does not list, one it lists that is not there, a repeated key */
+    write_index("{\"weight_map\": {\"a\": \"model-00001-of-00002.safetensors\", "
+                "\"c\": \"model-00002-of-00002.safetensors\"}}");
+    expect_set_error("tensor 'b' of shard 'model-00001-of-00002.safetensors' is not in the weight_map", NULL);
+    write_index("{\"weight_map\": {" GOOD_MAP ", \"e\": \"model-00002-of-00002.safetensors\"}}");
+    expect_set_error("the weight_map puts tensor 'e' in shard 'model-00002-of-00002.safetensors', which does not hold it",
+                     NULL);
+    write_index("{\"weight_map\": {" GOOD_MAP ", \"a\": \"model-00001-of-00002.safetensors\"}}");
+    expect_set_error("index.json:1:", "duplicate");
+    /* malformed index files */
+    write_index("{\"weight_map\": [1]}");
+    expect_set_error("index.json: no \"weight_map\" object", NULL);
+    write_index("{\"weight_map\": {\"a\": 7}}");
+    expect_set_error("weight_map['a'] is not a string", NULL);
+    write_index("{\"weight_map\": {");
+    expect_set_error("index.json:1:", NULL);
+    /* a bad shard: its own one line, prefixed by the index */
+    write_file(fmt_tmp("model-00002-of-00002.safetensors"), "xx", 2);
+    write_index("{\"weight_map\": {" GOOD_MAP "}}");
+    expect_set_error("index.json: shard 'model-00002-of-00002.safetensors': ", "byte 0");
+    remove_tmpdir();
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("safetensors");
@@ -963,6 +1100,8 @@ static Suite *suite(void)
     tcase_add_test(r, test_f32_from_fixture);
     tcase_add_test(r, test_f32_misaligned);
     tcase_add_test(r, test_fixture_values_and_identity);
+    tcase_add_test(r, test_set_single_and_sharded);
+    tcase_add_test(r, test_set_rejects_bad_index);
     suite_add_tcase(s, r);
     TCase *w = tcase_create("write");
     tcase_add_test(w, test_round_trip_all_dtypes);

@@ -8,6 +8,7 @@
 int tf_cli_train(int argc, char **argv);
 int tf_cli_plugins(int argc, char **argv);
 int tf_cli_bench(int argc, char **argv);
+int tf_cli_eval(int argc, char **argv);
 int tf_cli_predict(int argc, char **argv);
 int tf_cli_squad_eval(int argc, char **argv);
 int tf_cli_tokenize(int argc, char **argv);

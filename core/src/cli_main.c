@@ -25,7 +25,7 @@ typedef struct cli_verb {
 static const cli_verb verbs[] = {
     {"train", tf_cli_train, "fine-tune as the config says (the default verb)"},
     {"plugins", tf_cli_plugins, "list the plugins found, rejected, or unable to run here"},
-    {"eval", NULL, "evaluate a saved model on a config's eval split"},
+    {"eval", tf_cli_eval, "evaluate a saved or named model on a config's eval split (results.json)"},
     {"predict", tf_cli_predict, "run a model on JSONL inputs and write logits/labels"},
     {"bench", tf_cli_bench, "time full training steps (samples/s, GFLOP/s, peak memory)"},
     {"tokenize", tf_cli_tokenize, "tokenize stdin lines with a WordPiece vocab, one JSON array per line"},

@@ -11,7 +11,10 @@
  * with the best span (start <= end, at most 30 tokens, inside text_pair when
  * there is one) and, for text inputs, "answer": the text it covers.
  * An attention_mask value other than 0/1, or a non-finite output, is an
- * error naming the input line (JSON has no NaN: never an empty logits list). */
+ * error naming the input line (JSON has no NaN: never an empty logits list).
+ * The inputs are self-contained (ids, or text for the model folder's
+ * tokenizer), so the config needs no data section: a model section (and any
+ * backend / precision / training keys) is enough. */
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -21,6 +24,7 @@
 
 #include "cli.h"
 #include "plan.h"
+#include "stack.h"
 #include "tfcore/file.h"
 #include "tfcore/file_read.h"
 #include "tfcore/tokenizer.h"
@@ -33,7 +37,8 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: tfcore predict -c FILE --input IN.jsonl --output OUT.jsonl\n"
             "                      [--model DIR] [--batch-size N] [--max-length N] [-o section.key=value]...\n"
-            "  Runs the model in eval mode (no dropout) on each input line:\n"
+            "  Runs the config's model in eval mode (no dropout) on each input line (the config\n"
+            "  needs no data section):\n"
             "    {\"text\": \"...\", \"text_pair\": \"...\"}  tokenized with the model's vocab.txt, or\n"
             "    {\"input_ids\": [...], \"token_type_ids\": [...], \"attention_mask\": [...]}\n"
             "  and writes one line per input: {\"logits\": [...], \"label\": k} for classification,\n"
@@ -209,12 +214,7 @@ static json_t *row_output(const tf_model_info *info, const pred_row *r, const fl
 }
 
 typedef struct predictor {
-    const tf_backend_vtable *bvt;
-    tf_backend *be;
-    const tf_precision_vtable *pvt;
-    tf_precision *prec;
-    const tf_model_vtable *mvt;
-    tf_model *model;
+    tf_stack stack;     /* backend, precision, model */
     const tf_model_info *info;
     tf_tokenizer *tok;
     void *dev;          /* ids, types, mask [B, S] int32 in backend memory */
@@ -225,20 +225,11 @@ typedef struct predictor {
 
 static tf_status open_predictor(predictor *p, const tf_plan *plan, tf_error *err)
 {
-    tf_config *cfg = plan->cfg;
-    p->bvt = plan->plugin[TF_KIND_BACKEND]->desc->vtable;
-    p->pvt = plan->plugin[TF_KIND_PRECISION]->desc->vtable;
-    p->mvt = plan->plugin[TF_KIND_MODEL]->desc->vtable;
-    tf_backend_open_args bo = {sizeof bo, 0, 0, (uint64_t)plan->training.seed, tf_config_section(cfg, "backend")};
-    tf_status st = p->bvt->open(&bo, &p->be, err);
-    if (!st) st = p->pvt->create(tf_config_section(cfg, "precision"), &p->prec, err);
+    tf_stack_options so = {.device = 0, .threads = 0, .with_model = true, .defer_loss = false,
+                           .label_smoothing_factor = 0.0f /* no labels: no loss */};
+    tf_status st = tf_stack_open(&p->stack, plan, &so, err);
     if (st) return st;
-    tf_model_create_args mc = {sizeof mc, tf_config_section(cfg, "model"), p->bvt, p->be,
-                               p->pvt->compute_dtype(p->prec), p->pvt->matmul_mode(p->prec),
-                               (uint64_t)plan->training.seed, 0, 0, false,
-                               0.0f /* no labels: no loss */};
-    if ((st = p->mvt->create(&mc, &p->model, err))) return st;
-    p->info = p->mvt->info(p->model);
+    p->info = p->stack.model.info;
     if (p->info->vocab_file) {
         /* the model folder's tokenizer, as training and `tfcore tokenize` load it */
         if ((st = tf_tokenizer_load(p->info->vocab_file, NULL, &p->tok, err))) return st;
@@ -248,14 +239,12 @@ static tf_status open_predictor(predictor *p, const tf_plan *plan, tf_error *err
 
 static void close_predictor(predictor *p)
 {
-    if (p->dev) p->bvt->free(p->be, p->dev, TF_MEM_DEVICE);
+    if (p->dev) p->stack.backend.vt->free(p->stack.backend.h, p->dev, TF_MEM_DEVICE);
     free(p->host);
     free(p->logits);
     free(p->staging);
     tf_tokenizer_free(p->tok);
-    if (p->model) p->mvt->destroy(p->model);
-    if (p->prec) p->pvt->destroy(p->prec);
-    if (p->be) p->bvt->close(p->be);
+    tf_stack_close(&p->stack);
 }
 
 /* A row's logits (the ones row_output prints) are all finite, or an error
@@ -292,17 +281,17 @@ static tf_status run_batch(predictor *p, pred_row *rows, int n, int S, const cha
             types[(size_t)i * L + j] = in ? rows[i].types[j] : 0;
             mask[(size_t)i * L + j] = in ? rows[i].mask[j] : 0;
         }
-    tf_status st = p->bvt->memcpy(p->be, p->dev, p->host, 3 * cells * sizeof(int32_t), TF_COPY_HOST_TO_DEVICE, NULL);
+    tf_status st = p->stack.backend.vt->memcpy(p->stack.backend.h, p->dev, p->host, 3 * cells * sizeof(int32_t), TF_COPY_HOST_TO_DEVICE, NULL);
     if (st) return tf_error_set(err, st, "copying a batch to the backend failed");
     int32_t *d = p->dev;
     tf_batch b = {.rows = n, .seq = L, .capacity_rows = n, .capacity_seq = S, .input_ids = d,
                   .token_type_ids = d + cells, .attention_mask = d + 2 * cells};
     tf_model_output o;
-    if ((st = p->mvt->forward(p->model, &b, false, &o, err))) return st;
+    if ((st = p->stack.model.vt->forward(p->stack.model.h, &b, false, &o, err))) return st;
     size_t nl = (size_t)o.rows * (size_t)o.cols, es = tf_dtype_size(o.logits_dtype);
     void *dst = o.logits_dtype == TF_DTYPE_F32 ? (void *)p->logits : p->staging;
-    if ((st = p->bvt->memcpy(p->be, dst, o.logits, nl * es, TF_COPY_DEVICE_TO_HOST, NULL)) ||
-        (st = p->bvt->stream_sync(p->be, NULL, err)))
+    if ((st = p->stack.backend.vt->memcpy(p->stack.backend.h, dst, o.logits, nl * es, TF_COPY_DEVICE_TO_HOST, NULL)) ||
+        (st = p->stack.backend.vt->stream_sync(p->stack.backend.h, NULL, err)))
         return st;
     if (o.logits_dtype != TF_DTYPE_F32)
         for (size_t i = 0; i < nl; i++) {
@@ -358,9 +347,9 @@ static tf_status predict_file(predictor *p, const char *in_path, const char *out
         return tf_error_set(err, TF_ERR_RUNTIME, "out of memory for %s", out_path);
     }
     int S = max_len;
-    tf_status st = p->mvt->reserve(p->model, B, S, err);
+    tf_status st = p->stack.model.vt->reserve(p->stack.model.h, B, S, err);
     size_t cells = (size_t)B * (size_t)S;
-    if (!st) st = p->bvt->alloc(p->be, 3 * cells * sizeof(int32_t), TF_MEM_DEVICE, &p->dev, err);
+    if (!st) st = p->stack.backend.vt->alloc(p->stack.backend.h, 3 * cells * sizeof(int32_t), TF_MEM_DEVICE, &p->dev, err);
     int cols = p->info->task == TF_TASK_CLASSIFICATION ? p->info->num_labels : 2 * S;
     p->host = malloc(3 * cells * sizeof(int32_t));
     p->logits = malloc((size_t)B * (size_t)cols * sizeof(float));
@@ -468,7 +457,8 @@ int tf_cli_predict(int argc, char **argv)
         ov[nov++] = model_override;
     }
     tf_plan plan;
-    if (tf_plan_resolve(&plan, config, ov, nov, unset, model_dir ? 1 : 0, &err)) {
+    /* the inputs are the JSONL file (ids, or text for the model's tokenizer): no data section needed */
+    if (tf_plan_resolve_for(&plan, config, ov, nov, unset, model_dir ? 1 : 0, true, &err)) {
         rc = tf_cli_fail(&err);
         goto done;
     }

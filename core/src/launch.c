@@ -494,7 +494,7 @@ static tf_status run_processes(const tf_plan *plan, int world, int argc, char **
         return tf_error_set(err, TF_ERR_RUNTIME, "out of memory starting %d workers", world);
     }
     args[0] = exe;
-    for (int i = 0; i < argc; i++) args[i + 1] = argv[i]; /* argv[0] is the verb "train" */
+    for (int i = 0; i < argc; i++) args[i + 1] = argv[i]; /* argv[0] is the verb ("train", "eval") */
     tf_info("starting %d worker processes (comm %s)", world, plan->plugin[TF_KIND_COMM]->desc->name);
     fflush(stderr);
     pid_t self = getpid();

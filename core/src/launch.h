@@ -17,8 +17,8 @@
 
 #include "plan.h"
 
-/* Run the job. argv is the `train` verb's command line (argv[0] = "train"),
- * used to re-execute tfcore. On failure err says which rank failed and why;
+/* Run the job. argv is the verb's command line (argv[0] = "train" or
+ * "eval"), used as is to re-execute tfcore for each worker. On failure err says which rank failed and why;
  * err->msg is left empty when that line was already printed (by a worker
  * that printed its own error before stopping the job). The workers' process
  * catches SIGTERM, SIGINT and SIGUSR1 (stop_signal.h); a launcher process

@@ -2,9 +2,9 @@
 #include <string.h>
 
 #include "plan.h"
+#include "stack.h"
 #include "tfcore/backend.h"
 #include "tfcore/comm.h"
-#include "tfcore/precision.h"
 #include "tfcore/dataset.h"
 #include "tfcore/model.h"
 #include "tfcore/precision.h"
@@ -82,6 +82,12 @@ static tf_status check_abi_needs(const tf_plan *plan, tf_error *err)
 tf_status tf_plan_resolve(tf_plan *plan, const char *config_file, char *const *overrides,
                           size_t noverrides, const char *const *unsets, size_t nunsets, tf_error *err)
 {
+    return tf_plan_resolve_for(plan, config_file, overrides, noverrides, unsets, nunsets, false, err);
+}
+
+tf_status tf_plan_resolve_for(tf_plan *plan, const char *config_file, char *const *overrides, size_t noverrides,
+                              const char *const *unsets, size_t nunsets, bool data_optional, tf_error *err)
+{
     memset(plan, 0, sizeof *plan);
     tf_status st = tf_config_load(&plan->cfg, config_file, err);
     for (size_t i = 0; !st && i < nunsets; i++) st = tf_config_unset(plan->cfg, unsets[i], err);
@@ -125,7 +131,9 @@ tf_status tf_plan_resolve(tf_plan *plan, const char *config_file, char *const *o
         if ((st = pick_plugin(plan, TF_KIND_COMM, NULL, err))) goto fail;
     }
     if ((st = pick_plugin(plan, TF_KIND_MODEL, NULL, err))) goto fail;
-    if ((st = pick_plugin(plan, TF_KIND_DATASET, NULL, err))) goto fail;
+    if ((!data_optional || tf_config_has_section(plan->cfg, "data")) &&
+        (st = pick_plugin(plan, TF_KIND_DATASET, NULL, err)))
+        goto fail;
 
     if ((st = tf_config_check_unread(plan->cfg, err))) goto fail;
     if ((st = check_abi_needs(plan, err))) goto fail;
@@ -156,33 +164,11 @@ void tf_plan_print_plugins(const tf_plan *plan, FILE *out)
     }
 }
 
-static const char *matmul_mode_name(tf_matmul_mode m)
-{
-    switch (m) {
-    case TF_MATMUL_FP32: return "fp32";
-    case TF_MATMUL_TF32: return "tf32";
-    case TF_MATMUL_F16: return "f16";
-    case TF_MATMUL_BF16: return "bf16";
-    }
-    return "unknown";
-}
-
 tf_status tf_plan_check_precision(const tf_plan *plan, tf_error *err)
 {
-    const tf_loaded_plugin *bp = plan->plugin[TF_KIND_BACKEND], *pp = plan->plugin[TF_KIND_PRECISION];
-    const tf_backend_vtable *bvt = bp->desc->vtable;
-    const tf_precision_vtable *pvt = pp->desc->vtable;
-    tf_backend_open_args bo = {sizeof bo, 0, 1, (uint64_t)plan->training.seed,
-                               tf_config_section(plan->cfg, "backend")};
-    tf_backend *be = NULL;
-    tf_precision *prec = NULL;
-    tf_status st = bvt->open(&bo, &be, err);
-    if (!st) st = pvt->create(tf_config_section(plan->cfg, "precision"), &prec, err);
-    if (!st && !bvt->supports(be, pvt->matmul_mode(prec), pvt->compute_dtype(prec)))
-        st = tf_error_set(err, TF_ERR_PLUGIN, "the %s backend cannot compute in precision '%s' (%s activations, %s GEMMs)",
-                          bp->desc->name, pp->desc->name, tf_dtype_name(pvt->compute_dtype(prec)),
-                          matmul_mode_name(pvt->matmul_mode(prec)));
-    if (prec) pvt->destroy(prec);
-    if (be) bvt->close(be);
+    tf_stack s;
+    tf_stack_options o = {.device = 0, .threads = 1, .with_model = false};
+    tf_status st = tf_stack_open(&s, plan, &o, err);
+    tf_stack_close(&s);
     return st;
 }

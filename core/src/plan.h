@@ -5,6 +5,7 @@
 #ifndef TFCORE_PLAN_H
 #define TFCORE_PLAN_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "registry.h"
@@ -28,7 +29,8 @@ typedef struct tf_plan {
     tf_config *cfg;
     tf_registry *reg;
     /* The plugin of each kind, by kind number; comm is NULL for a
-     * single-worker run (no comm section). */
+     * single-worker run (no comm section), dataset NULL only when resolved
+     * with data_optional and no data section. */
     const tf_loaded_plugin *plugin[TF_KIND_MAX + 1];
     tf_training_args training;
     tf_comm_settings comm;
@@ -41,6 +43,12 @@ typedef struct tf_plan {
  * fail on any key nobody read. */
 tf_status tf_plan_resolve(tf_plan *plan, const char *config_file, char *const *overrides,
                           size_t noverrides, const char *const *unsets, size_t nunsets, tf_error *err);
+/* The same for a verb whose input does not come from a dataset plugin
+ * (predict): with data_optional, a config without a data section resolves
+ * with plugin[TF_KIND_DATASET] NULL; a data section that is there is still
+ * checked, so a training config works as it is. */
+tf_status tf_plan_resolve_for(tf_plan *plan, const char *config_file, char *const *overrides, size_t noverrides,
+                              const char *const *unsets, size_t nunsets, bool data_optional, tf_error *err);
 void tf_plan_free(tf_plan *plan);
 
 /* Open the backend (device 0) and create the precision, to check the backend

@@ -205,30 +205,20 @@ tf_status tf_trainer_setup(tf_trainer *t, const tf_plan *plan, const tf_worker *
     tf_config *cfg = plan->cfg;
     tf_status st;
 
-    t->bvt = plan->plugin[TF_KIND_BACKEND]->desc->vtable;
-    t->pvt = plan->plugin[TF_KIND_PRECISION]->desc->vtable;
-    t->mvt = plan->plugin[TF_KIND_MODEL]->desc->vtable;
     t->dvt = plan->plugin[TF_KIND_DATASET]->desc->vtable;
-
-    tf_backend_open_args bo = {sizeof bo, w->local_rank, backend_threads(t), (uint64_t)a->seed,
-                               tf_config_section(cfg, "backend")};
-    if ((st = t->bvt->open(&bo, &t->be, err))) return st;
-    if ((st = t->pvt->create(tf_config_section(cfg, "precision"), &t->prec, err))) return st;
-    tf_dtype act = t->pvt->compute_dtype(t->prec);
-    tf_matmul_mode mm = t->pvt->matmul_mode(t->prec);
-    if (!t->bvt->supports(t->be, mm, act))
-        return tf_error_set(err, TF_ERR_PLUGIN, "the %s backend cannot compute in precision '%s' (%s activations)",
-                            plan->plugin[TF_KIND_BACKEND]->desc->name, plan->plugin[TF_KIND_PRECISION]->desc->name,
-                            tf_dtype_name(act));
-
-    /* a model that can read its loss later leaves it on the device in forward,
-     * so a step queues backward before the host waits for the loss */
-    t->defer_loss = TF_HAS(t->mvt, read_loss);
-    tf_model_create_args mc = {sizeof mc, tf_config_section(cfg, "model"), t->bvt, t->be, act, mm,
-                               (uint64_t)a->seed, 0, 0, t->defer_loss,
-                               (float)a->label_smoothing_factor};
-    if ((st = t->mvt->create(&mc, &t->model, err))) return st;
-    t->info = t->mvt->info(t->model);
+    tf_stack_options so = {.device = w->local_rank, .threads = backend_threads(t), .with_model = true,
+                           .defer_loss = true, .label_smoothing_factor = (float)a->label_smoothing_factor};
+    st = tf_stack_open(&t->stack, plan, &so, err);
+    /* the step's shorthand for the stack's parts */
+    t->bvt = t->stack.backend.vt;
+    t->be = t->stack.backend.h;
+    t->pvt = t->stack.precision.vt;
+    t->prec = t->stack.precision.h;
+    t->mvt = t->stack.model.vt;
+    t->model = t->stack.model.h;
+    t->info = t->stack.model.info;
+    t->defer_loss = t->stack.defer_loss;
+    if (st) return st;
     tf_info("model: %s, %d layers, hidden %d, %s", t->info->source, t->info->num_layers,
             t->info->hidden_size, t->info->task == TF_TASK_CLASSIFICATION ? "classification" : "question-answering");
 
@@ -278,9 +268,7 @@ void tf_trainer_teardown(tf_trainer *t)
     }
     if (!t->host_pinned) free(t->host.feature_index); /* the start of the host block */
     if (t->ds) t->dvt->close(t->ds);
-    if (t->model) t->mvt->destroy(t->model);
-    if (t->prec) t->pvt->destroy(t->prec);
-    if (t->be) t->bvt->close(t->be);
+    tf_stack_close(&t->stack);
     free(t->segs);
     free(t->best_checkpoint);
     free(t->log_path);
@@ -621,6 +609,13 @@ static tf_status evaluate_only(tf_trainer *t, tf_error *err)
 tf_status tf_trainer_run(tf_trainer *t, tf_error *err)
 {
     tf_status st = TF_OK;
+    /* evaluation alone (tfcore eval) with nothing to evaluate: said before output_dir is touched */
+    if (!t->args->do_train && t->dvt->num_rows(t->ds, TF_SPLIT_EVAL) == 0)
+        return tf_error_set(err, TF_ERR_CONFIG,
+                            "%s: data '%s' has no eval split (0 eval rows), so there is nothing to evaluate; "
+                            "give the data section an eval split",
+                            tf_cfg_where(tf_config_section(t->plan->cfg, "data"), "plugin"),
+                            t->plan->plugin[TF_KIND_DATASET]->desc->name);
     if (t->rank == 0) st = tf_output_dir_prepare(t, err);
     if (!st && t->rank == 0) st = tf_open_log(t, err);
     if (!st) st = t->args->do_train ? run_loop(t, err) : evaluate_only(t, err);

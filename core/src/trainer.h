@@ -13,6 +13,7 @@
 
 #include "grad_buckets.h"
 #include "plan.h"
+#include "stack.h"
 #include "worker.h"
 #include "tfcore/backend.h"
 #include "tfcore/dataset.h"
@@ -41,6 +42,8 @@ typedef struct tf_trainer {
     tf_worker w;              /* who this worker is in the job */
     int rank, world;          /* w.rank, w.world */
 
+    tf_stack stack;           /* backend, precision and model (opened and closed as one) */
+    /* shorthand for the stack's parts, as the step uses them (set by setup) */
     const tf_backend_vtable *bvt;
     tf_backend *be;
     const tf_precision_vtable *pvt;

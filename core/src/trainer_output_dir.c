@@ -46,6 +46,12 @@ tf_status tf_output_dir_check(const tf_training_args *a, tf_error *err)
     }
     closedir(d);
     if (!found[0]) return TF_OK;
+    if (!a->do_train) /* evaluation only (tfcore eval): its results.json would replace the run's */
+        return tf_error_set(err, TF_ERR_CONFIG,
+                            "%s already holds a previous run (%s) whose results.json an evaluation would replace; "
+                            "choose another training.output_dir (-o training.output_dir=DIR) or set "
+                            "training.overwrite_output_dir = true",
+                            a->output_dir, found);
     return tf_error_set(err, TF_ERR_CONFIG,
                         "%s already holds a previous run (%s); set training.overwrite_output_dir = true to train "
                         "over it, training.resume_from_checkpoint = \"last\" to continue it, or choose another "

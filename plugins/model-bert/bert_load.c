@@ -71,17 +71,11 @@ static const char *list_tail(const name_list *l, char *buf, size_t n)
     return buf;
 }
 
-/* When there is no model.safetensors, say what the folder has instead. */
+/* When there is no model.safetensors (nor its shards' index), say what the folder has instead. */
 static tf_status no_safetensors(const char *dir, const char *path, tf_error *err)
 {
     char alt[BERT_PATH_MAX + 64];
     struct stat sb;
-    snprintf(alt, sizeof alt, "%s/model.safetensors.index.json", dir);
-    if (stat(alt, &sb) == 0)
-        return tf_error_set(err, TF_ERR_DATA,
-                            "%s: sharded checkpoints (model.safetensors.index.json) are not "
-                            "supported; save the model as one model.safetensors",
-                            dir);
     snprintf(alt, sizeof alt, "%s/pytorch_model.bin", dir);
     if (stat(alt, &sb) == 0)
         return tf_error_set(err, TF_ERR_DATA,
@@ -110,24 +104,29 @@ static tf_status check_finite(const char *path, const tf_st_tensor *t, const flo
 tf_status bert_load_pretrained(const bert_config *cfg, const bert_layout *lay, uint64_t seed,
                                float *host, tf_error *err)
 {
-    char path[BERT_PATH_MAX + 32];
+    char path[BERT_PATH_MAX + 32], index[BERT_PATH_MAX + 48];
     snprintf(path, sizeof path, "%s/model.safetensors", cfg->pretrained);
+    snprintf(index, sizeof index, "%s.index.json", path);
     struct stat sb;
-    if (stat(path, &sb) != 0) return no_safetensors(cfg->pretrained, path, err);
+    if (stat(path, &sb) != 0 && stat(index, &sb) != 0) return no_safetensors(cfg->pretrained, path, err);
 
-    tf_safetensors *st = NULL;
-    BERT_TRY(tf_safetensors_open(path, &st, err));
+    /* model.safetensors, or the shards of model.safetensors.index.json */
+    tf_safetensors_set *set = NULL;
+    BERT_TRY(tf_safetensors_set_open(cfg->pretrained, "model.safetensors", &set, err));
+    snprintf(path, sizeof path, "%s", tf_safetensors_set_path(set)); /* the index when sharded */
     tf_status rc = TF_OK;
     const tf_st_tensor **source = calloc(lay->nparams, sizeof *source); /* per view */
+    const tf_safetensors **source_file = calloc(lay->nparams, sizeof *source_file);
     name_list extra = {0}, missing = {0};
-    if (!source) {
+    if (!source || !source_file) {
         rc = tf_error_set(err, TF_ERR_RUNTIME, "model-bert: out of memory loading %s", path);
         goto out;
     }
 
-    size_t count = tf_safetensors_count(st);
+    size_t count = tf_safetensors_set_count(set);
     for (size_t i = 0; i < count; i++) {
-        const tf_st_tensor *t = tf_safetensors_at(st, i);
+        const tf_safetensors *file;
+        const tf_st_tensor *t = tf_safetensors_set_at(set, i, &file);
         char name[NAME_MAX_LEN];
         if (!canonical_name(t->name, name, sizeof name)) continue;
         const tf_param_info *p = bert_param_find(lay, name);
@@ -161,6 +160,7 @@ tf_status bert_load_pretrained(const bert_config *cfg, const bert_layout *lay, u
             goto out;
         }
         source[k] = t;
+        source_file[k] = file;
     }
 
     /* Every encoder tensor must be there; head and pooler may be fresh. */
@@ -178,9 +178,10 @@ tf_status bert_load_pretrained(const bert_config *cfg, const bert_layout *lay, u
     for (size_t k = 0; k < lay->nparams; k++) {
         const tf_param_info *p = &lay->params[k];
         if (source[k]) {
-            rc = tf_safetensors_copy_f32(st, source[k], host + p->offset, p->numel, err);
+            rc = tf_safetensors_copy_f32(source_file[k], source[k], host + p->offset, p->numel, err);
             if (rc != TF_OK) goto out;
-            if ((rc = check_finite(path, source[k], host + p->offset, p->numel, err))) goto out;
+            if ((rc = check_finite(tf_safetensors_path(source_file[k]), source[k], host + p->offset, p->numel, err)))
+                goto out;
         } else {
             bert_init_param(cfg, p, seed, host);
             list_add(&missing, p->name, true);
@@ -199,6 +200,7 @@ tf_status bert_load_pretrained(const bert_config *cfg, const bert_layout *lay, u
                 list_tail(&extra, tail, sizeof tail));
 out:
     free(source);
-    tf_safetensors_close(st);
+    free(source_file);
+    tf_safetensors_set_close(set);
     return rc;
 }

@@ -107,6 +107,33 @@ tf_status tf_safetensors_copy_f32(const tf_safetensors *st, const tf_st_tensor *
 tf_status tf_safetensors_load_f32(const tf_safetensors *st, const char *name, int ndim,
                                   const int64_t *shape, float *dst, tf_error *err);
 
+/* ---- a model folder's weights: one file, or shards with an index --------- */
+
+/* What transformers' save_pretrained writes into a folder: DIR/NAME (NAME is
+ * "model.safetensors"), or, for a model past max_shard_size, the shards that
+ * DIR/NAME.index.json lists:
+ *   {"metadata": {"total_size": N}, "weight_map": {"tensor": "shard file", ...}}
+ * tf_safetensors_set_open opens DIR/NAME when it exists, else the index and
+ * every shard it names (each checked as tf_safetensors_open does), and checks
+ * the index against the shards: shard names are plain file names in DIR (no
+ * '/', not "." or ".."), every shard exists, every tensor of a shard is in
+ * the weight_map under that shard (a tensor in two shards is refused), every
+ * tensor of the weight_map is in its shard, and no key repeats. A failure is
+ * TF_ERR_DATA, one line naming the index and the tensor or shard; neither
+ * file is TF_ERR_DATA "DIR/NAME: <strerror>". */
+typedef struct tf_safetensors_set tf_safetensors_set;
+
+tf_status tf_safetensors_set_open(const char *dir, const char *name, tf_safetensors_set **out, tf_error *err);
+void tf_safetensors_set_close(tf_safetensors_set *set); /* NULL is fine */
+
+/* The index's path, or the single file's. */
+const char *tf_safetensors_set_path(const tf_safetensors_set *set);
+/* Every tensor of every file: shards in sorted name order (as transformers
+ * loads them), each in file order. *file (may be NULL) gets the file that
+ * holds tensor i, for tf_safetensors_copy_f32 and messages. NULL if i >= count. */
+size_t tf_safetensors_set_count(const tf_safetensors_set *set);
+const tf_st_tensor *tf_safetensors_set_at(const tf_safetensors_set *set, size_t i, const tf_safetensors **file);
+
 /* ---- writing ------------------------------------------------------------ */
 
 /* Write tensors[n] (+ metadata[n_meta], may be NULL/0) to `path` atomically.
