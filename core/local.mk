@@ -12,6 +12,7 @@ core_libtfcore_la_SOURCES = \
 	core/src/plan.c core/src/plan.h \
 	core/src/rng.c \
 	core/src/adamw_check.c \
+	core/src/backend_check.c \
 	core/src/file_atomic.c \
 	core/src/file_read.c \
 	core/src/file_tree.c \
@@ -44,6 +45,7 @@ pkginclude_HEADERS += \
 	core/include/tfcore/config.h \
 	core/include/tfcore/batch.h \
 	core/include/tfcore/backend.h \
+	core/include/tfcore/backend_check.h \
 	core/include/tfcore/model.h \
 	core/include/tfcore/dataset.h \
 	core/include/tfcore/comm.h \

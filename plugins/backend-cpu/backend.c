@@ -31,27 +31,26 @@ tf_status cpu_fail(tf_error *err, tf_status code, const char *op, const char *fm
     return tf_error_set(err, code, "backend-cpu: %s: %s", op, what);
 }
 
+const tf_backend_checker cpu_checker = {
+    .name = "backend-cpu",
+    .act_dtypes = TF_DTYPE_BIT(TF_DTYPE_F32),
+    .act_dtypes_text = "F32 only",
+};
+
 tf_status cpu_need(tf_error *err, const char *op, const char *name, const void *p)
 {
-    return p ? TF_OK : cpu_fail(err, TF_ERR_RUNTIME, op, "%s is NULL", name);
+    return tf_check_need(&cpu_checker, err, op, name, p);
 }
 
 tf_status cpu_need_f32(tf_error *err, const char *op, const char *name, tf_dtype dt)
 {
-    if (dt == TF_DTYPE_F32) return TF_OK;
-    const char *dn = tf_dtype_name(dt);
-    if (dn)
-        return cpu_fail(err, TF_ERR_PLUGIN, op,
-                        "%s dtype %s is not supported (backend-cpu computes in F32 only)", name,
-                        dn);
-    return cpu_fail(err, TF_ERR_PLUGIN, op, "%s dtype %d is not a tf_dtype", name, (int)dt);
+    return tf_check_act_dtype(&cpu_checker, err, op, name, dt);
 }
 
 tf_status cpu_need_min(tf_error *err, const char *op, const char *name, long long v,
                        long long lo)
 {
-    if (v >= lo) return TF_OK;
-    return cpu_fail(err, TF_ERR_RUNTIME, op, "%s must be >= %lld, got %lld", name, lo, v);
+    return tf_check_min(&cpu_checker, err, op, name, v, lo);
 }
 
 /* The one key of the "backend" section this plugin owns (`plugin` is the core's). */
