@@ -43,6 +43,7 @@ pkginclude_HEADERS += \
 	core/include/tfcore/file_read.h \
 	core/include/tfcore/plugin.h \
 	core/include/tfcore/config.h \
+	core/include/tfcore/config_keys.h \
 	core/include/tfcore/batch.h \
 	core/include/tfcore/backend.h \
 	core/include/tfcore/backend_check.h \

@@ -5,3 +5,4 @@ plugins_data_imdb_tfcore_dataset_imdb_la_SOURCES = plugins/data-imdb/imdb.c \
 plugins_data_imdb_tfcore_dataset_imdb_la_CPPFLAGS = $(AM_CPPFLAGS) $(JANSSON_CFLAGS)
 plugins_data_imdb_tfcore_dataset_imdb_la_LDFLAGS = $(PLUGIN_LDFLAGS)
 plugins_data_imdb_tfcore_dataset_imdb_la_LIBADD = $(PLUGIN_LIBADD) $(JANSSON_LIBS)
+EXTRA_DIST += plugins/data-imdb/README.md

@@ -30,3 +30,4 @@ TESTS += tests/test_data_squad
 endif
 TESTS += tests/ref/squad_features_vs_hf.py
 EXTRA_DIST += tests/ref/squad_features_vs_hf.py tests/data/data-squad
+EXTRA_DIST += plugins/data-squad/README.md
