@@ -16,6 +16,7 @@
 #include <sys/utsname.h>
 
 #include "cpu.h"
+#include "tfcore/config_keys.h"
 #include "tfcore/log.h"
 #include "tfcore/plugin.h"
 
@@ -53,12 +54,21 @@ tf_status cpu_need_min(tf_error *err, const char *op, const char *name, long lon
     return tf_check_min(&cpu_checker, err, op, name, v, lo);
 }
 
-/* The one key of the "backend" section this plugin owns (`plugin` is the core's). */
+/* The one key of the "backend" section this plugin owns (`plugin` is the
+ * core's); plugins/backend-cpu/README.md's key section is generated from it. */
+static const tf_cfg_key keys[] = {
+    {"threads", TF_CFG_KEY_INT, .int_def = 0, .int_min = 0, .int_max = CPU_MAX_THREADS,
+     .doc = "threads every op uses; 0: what OpenMP would use (`OMP_NUM_THREADS`, else every core this process "
+            "may run on). `open_args.threads > 0` (the core dividing cores between thread ranks) overrides it"},
+    {0},
+};
+TF_PLUGIN_KEYS(keys);
+
 static tf_status read_threads(tf_section *section, long long *threads, tf_error *err)
 {
     *threads = 0;
     if (!section) return TF_OK;
-    return tf_cfg_int(section, "threads", 0, 0, CPU_MAX_THREADS, threads, err);
+    return tf_cfg_key_int(section, keys, "threads", threads, err);
 }
 
 tf_status cpu_check_config(tf_section *section, tf_error *err)
