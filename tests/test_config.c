@@ -1031,6 +1031,8 @@ static const tf_cfg_key table[] = {
     {"on", TF_CFG_KEY_BOOL, .bool_def = true, .default_text = "the model's", .doc = "whether"},
     {"file", TF_CFG_KEY_STRING, .doc = "where"},
     {"colour", TF_CFG_KEY_CHOICE, .string_def = "red", .choices = colours, .doc = "which colour"},
+    {"frac", TF_CFG_KEY_FLOAT, .float_def = 0.5, .float_min = 0.0, .min_open = true, .float_max = 1.0,
+     .max_open = true, .why = "a share", .doc = "how much"},
     {0},
 };
 
@@ -1062,6 +1064,11 @@ START_TEST(key_table_reads_with_its_defaults_and_bounds)
     c = from("data = { n = 11; };");
     d = tf_config_section(c, "data");
     FAILS(tf_cfg_key_int(d, table, "n", &n, &err), "t.cfg:1: data.n must be in [1, 10], got 11");
+    tf_config_free(c);
+    /* open ends, and the reason for them */
+    c = from("data = { frac = 1.0; };");
+    d = tf_config_section(c, "data");
+    FAILS(tf_cfg_key_float(d, table, "frac", &rate, &err), "t.cfg:1: data.frac must be in (0, 1), got 1 (a share)");
     ck_assert_int_eq(tf_cfg_key_int(d, table, "id", &id, &err), TF_ERR_CONFIG);
     ck_assert_msg(strstr(err.msg, "missing required key 'data.id'"), "%s", err.msg);
     tf_config_free(c);
@@ -1079,7 +1086,8 @@ START_TEST(key_table_as_markdown)
                          "| `rate` | float | 0.1 | [0, inf] | how fast |\n"
                          "| `on` | bool | the model's |  | whether |\n"
                          "| `file` | string | unset |  | where |\n"
-                         "| `colour` | choice | \"red\" | `red`, `green` | which colour |\n");
+                         "| `colour` | choice | \"red\" | `red`, `green` | which colour |\n"
+                         "| `frac` | float | 0.5 | (0, 1) | how much (bounds: a share) |\n");
     free(md);
 }
 END_TEST

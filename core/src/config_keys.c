@@ -37,7 +37,17 @@ tf_status tf_cfg_key_float(tf_section *sec, const tf_cfg_key *table, const char 
 {
     const tf_cfg_key *k;
     tf_status st = find(sec, table, key, TF_CFG_KEY_FLOAT, TF_CFG_KEY_FLOAT, &k, err);
-    return st ? st : tf_cfg_float(sec, key, k->float_def, k->float_min, k->float_max, out, err);
+    if (st) return st;
+    if (!k->min_open && !k->max_open && !k->why)
+        return tf_cfg_float(sec, key, k->float_def, k->float_min, k->float_max, out, err);
+    /* the accessor checks the type (and refuses NaN); the interval, with its
+     * open ends and its reason, is checked here */
+    if ((st = tf_cfg_float(sec, key, k->float_def, -INFINITY, INFINITY, out, err))) return st;
+    double v = *out, lo = k->float_min, hi = k->float_max;
+    if ((k->min_open ? v > lo : v >= lo) && (k->max_open ? v < hi : v <= hi)) return TF_OK;
+    return tf_error_set(err, TF_ERR_CONFIG, "%s: %s.%s must be in %c%g, %g%c, got %g%s%s%s", tf_cfg_where(sec, key),
+                        tf_section_name(sec), key, k->min_open ? '(' : '[', lo, hi, k->max_open ? ')' : ']', v,
+                        k->why ? " (" : "", k->why ? k->why : "", k->why ? ")" : "");
 }
 
 tf_status tf_cfg_key_bool(tf_section *sec, const tf_cfg_key *table, const char *key, bool *out, tf_error *err)
@@ -139,15 +149,17 @@ char *tf_cfg_keys_markdown(const tf_cfg_key *table)
             put_int(&t, k->int_max);
             put(&t, "]");
         } else if (k->type == TF_CFG_KEY_FLOAT) {
-            put(&t, "[");
+            put(&t, "%c", k->min_open ? '(' : '[');
             put_float(&t, k->float_min);
             put(&t, ", ");
             put_float(&t, k->float_max);
-            put(&t, "]");
+            put(&t, "%c", k->max_open ? ')' : ']');
         } else if (k->type == TF_CFG_KEY_CHOICE) {
             for (size_t i = 0; k->choices && k->choices[i]; i++) put(&t, "%s`%s`", i ? ", " : "", k->choices[i]);
         }
-        put(&t, " | %s |\n", k->doc ? k->doc : "");
+        put(&t, " | %s", k->doc ? k->doc : "");
+        if (k->why) put(&t, " (bounds: %s)", k->why);
+        put(&t, " |\n");
     }
     if (t.oom) {
         free(t.s);

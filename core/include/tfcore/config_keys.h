@@ -43,6 +43,10 @@ typedef struct tf_cfg_key {
     /* shown as the default instead of the value above, where the plugin
      * gives an absent key a meaning of its own (tf_cfg_has): "the model's" */
     const char *default_text;
+    /* FLOAT: exclude float_min / float_max themselves ("(0, 1)"); why: the
+     * reason for the bounds, said when a value is outside them */
+    bool min_open, max_open;
+    const char *why;
 } tf_cfg_key;
 
 #define TF_PLUGIN_KEYS_SYMBOL "tf_plugin_config_keys"
