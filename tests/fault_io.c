@@ -67,7 +67,8 @@ static int fd_inject(const char *call, int fd)
 
 static int open_common(const char *sym, int dirfd, int at, const char *path, int flags, va_list ap)
 {
-    mode_t mode = (flags & (O_CREAT | O_TMPFILE)) ? (mode_t)va_arg(ap, int) : 0;
+    /* a mode argument is there only with O_CREAT or O_TMPFILE (whose bits include O_DIRECTORY's) */
+    mode_t mode = (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ? (mode_t)va_arg(ap, int) : 0;
     int fd = at ? REAL(sym, int (*)(int, const char *, int, ...))(dirfd, path, flags, mode)
                 : REAL(sym, int (*)(const char *, int, ...))(path, flags, mode);
     watch_fd(fd, path);
