@@ -8,6 +8,7 @@ core_libtfcore_la_SOURCES += \
 	core/src/config_dump.c \
 	core/src/config_syntax.c \
 	core/src/config_suggest.c \
+	core/src/config_keys.c \
 	core/src/training_args.c core/src/training_args.h
 
 if HAVE_CHECK

@@ -13,6 +13,7 @@ core_libtfcore_la_SOURCES = \
 	core/src/stack.c core/src/stack.h \
 	core/src/rng.c \
 	core/src/adamw_check.c \
+	core/src/backend_check.c \
 	core/src/file_atomic.c \
 	core/src/file_read.c \
 	core/src/file_tree.c \
@@ -43,8 +44,10 @@ pkginclude_HEADERS += \
 	core/include/tfcore/file_read.h \
 	core/include/tfcore/plugin.h \
 	core/include/tfcore/config.h \
+	core/include/tfcore/config_keys.h \
 	core/include/tfcore/batch.h \
 	core/include/tfcore/backend.h \
+	core/include/tfcore/backend_check.h \
 	core/include/tfcore/model.h \
 	core/include/tfcore/dataset.h \
 	core/include/tfcore/comm.h \

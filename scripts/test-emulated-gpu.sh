@@ -89,6 +89,9 @@ if build "$dir"; then
     run test_backend_cuda env top_builddir="$dir/tree" "$dir/test_backend_cuda"
     run test_backend_cuda_attention env top_builddir="$dir/tree" TF_TEST_SMALL=1 \
         "$dir/test_backend_cuda_attention"
+    # backend-cuda's README key section against its key table (built only here)
+    run plugin-readme-keys.cuda sh "$top/scripts/plugin-readme-keys.sh" check "$dir/build/core/tfcore" \
+        "$top/plugins/backend-cuda/README.md"
 
     # transformers reference, fp32, on the emulated backend
     (cd "$dir/build" && nice make -s tests/model_bert_driver >/dev/null 2>&1)

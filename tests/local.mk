@@ -78,6 +78,12 @@ tests_test_file_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_test_file_LDADD = $(TEST_LDADD)
 TESTS += tests/test_file
 EXTRA_DIST += tests/test_file_safety.sh tests/fault_rename.c
+# kill -9 and failed writes during checkpoint saves (tests/fault_io.c, LD_PRELOAD)
+TESTS += tests/test_checkpoint_faults.sh
+EXTRA_DIST += tests/test_checkpoint_faults.sh tests/fault_io.c
+# plugin READMEs' config-key sections against the plugins' key tables
+TESTS += tests/test_plugin_keys.sh
+EXTRA_DIST += tests/test_plugin_keys.sh scripts/plugin-readme-keys.sh
 # models by Hugging Face name against a loopback hub (tests/hub_server.py)
 TESTS += tests/test_hub.sh
 EXTRA_DIST += tests/test_hub.sh tests/hub_server.py tests/hub_fixture.py

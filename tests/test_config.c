@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "tfcore/config.h"
+#include "tfcore/config_keys.h"
 
 #ifndef TF_TEST_SRCDIR
 #define TF_TEST_SRCDIR "."
@@ -1020,11 +1021,84 @@ START_TEST(edit_distance_and_closest)
 }
 END_TEST
 
+/* --- key tables (tfcore/config_keys.h) --------------------------------------- */
+
+static const char *const colours[] = {"red", "green", NULL};
+static const tf_cfg_key table[] = {
+    {"n", TF_CFG_KEY_INT, .int_def = 3, .int_min = 1, .int_max = 10, .doc = "how many"},
+    {"id", TF_CFG_KEY_INT, .required = true, .int_min = 0, .int_max = INT64_MAX, .doc = "which"},
+    {"rate", TF_CFG_KEY_FLOAT, .float_def = 0.1, .float_min = 0.0, .float_max = INFINITY, .doc = "how fast"},
+    {"on", TF_CFG_KEY_BOOL, .bool_def = true, .default_text = "the model's", .doc = "whether"},
+    {"file", TF_CFG_KEY_STRING, .doc = "where"},
+    {"colour", TF_CFG_KEY_CHOICE, .string_def = "red", .choices = colours, .doc = "which colour"},
+    {"frac", TF_CFG_KEY_FLOAT, .float_def = 0.5, .float_min = 0.0, .min_open = true, .float_max = 1.0,
+     .max_open = true, .why = "a share", .doc = "how much"},
+    {0},
+};
+
+START_TEST(key_table_reads_with_its_defaults_and_bounds)
+{
+    tf_config *c = from("data = { id = 7; rate = 2; colour = \"green\"; };");
+    tf_section *d = tf_config_section(c, "data");
+    long long n, id;
+    double rate;
+    bool on;
+    const char *file, *colour;
+    OK(tf_cfg_key_int(d, table, "n", &n, &err));
+    OK(tf_cfg_key_int(d, table, "id", &id, &err));
+    OK(tf_cfg_key_float(d, table, "rate", &rate, &err));
+    OK(tf_cfg_key_bool(d, table, "on", &on, &err));
+    OK(tf_cfg_key_string(d, table, "file", &file, &err));
+    OK(tf_cfg_key_string(d, table, "colour", &colour, &err));
+    ck_assert_int_eq(n, 3);
+    ck_assert_int_eq(id, 7);
+    ck_assert(rate == 2.0 && on && !file);
+    ck_assert_str_eq(colour, "green");
+    OK(tf_config_check_unread(c, &err));
+    /* a key the table does not have, or has with another type: the plugin's bug */
+    ck_assert_int_eq(tf_cfg_key_int(d, table, "m", &n, &err), TF_ERR_PLUGIN);
+    ck_assert_str_eq(err.msg, "the key table of section 'data' has no int key 'm'");
+    ck_assert_int_eq(tf_cfg_key_bool(d, table, "n", &on, &err), TF_ERR_PLUGIN);
+    tf_config_free(c);
+    /* bounds and required keys give the accessors' messages */
+    c = from("data = { n = 11; };");
+    d = tf_config_section(c, "data");
+    FAILS(tf_cfg_key_int(d, table, "n", &n, &err), "t.cfg:1: data.n must be in [1, 10], got 11");
+    tf_config_free(c);
+    /* open ends, and the reason for them */
+    c = from("data = { frac = 1.0; };");
+    d = tf_config_section(c, "data");
+    FAILS(tf_cfg_key_float(d, table, "frac", &rate, &err), "t.cfg:1: data.frac must be in (0, 1), got 1 (a share)");
+    ck_assert_int_eq(tf_cfg_key_int(d, table, "id", &id, &err), TF_ERR_CONFIG);
+    ck_assert_msg(strstr(err.msg, "missing required key 'data.id'"), "%s", err.msg);
+    tf_config_free(c);
+}
+END_TEST
+
+START_TEST(key_table_as_markdown)
+{
+    char *md = tf_cfg_keys_markdown(table);
+    ck_assert_ptr_nonnull(md);
+    ck_assert_str_eq(md, "| key | type | default | bounds | what |\n"
+                         "| --- | --- | --- | --- | --- |\n"
+                         "| `n` | int | 3 | [1, 10] | how many |\n"
+                         "| `id` | int | required | [0, inf] | which |\n"
+                         "| `rate` | float | 0.1 | [0, inf] | how fast |\n"
+                         "| `on` | bool | the model's |  | whether |\n"
+                         "| `file` | string | unset |  | where |\n"
+                         "| `colour` | choice | \"red\" | `red`, `green` | which colour |\n"
+                         "| `frac` | float | 0.5 | (0, 1) | how much (bounds: a share) |\n");
+    free(md);
+}
+END_TEST
+
 static Suite *config_suite(void)
 {
     Suite *s = suite_create("config");
     TCase *tc = tcase_create("all");
     tcase_add_test(tc, load_file_with_nested_includes);
+    tcase_add_test(tc, key_table_reads_with_its_defaults_and_bounds);
+    tcase_add_test(tc, key_table_as_markdown);
     tcase_add_test(tc, syntax_error_names_file_and_line);
     tcase_add_test(tc, error_inside_include_names_the_included_file);
     tcase_add_test(tc, missing_include_names_the_missing_file);

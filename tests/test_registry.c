@@ -1,4 +1,4 @@
-/* test_registry.c — the plugin loader: every rejection path of DESIGN.md,
+/* test_registry.c — the plugin loader: every rejection path of docs/PLUGINS.md,
  * each with a real plugin built from tests/plugins/test_plugin.c, plus
  * discovery order, duplicates, and the error a config gets for a missing,
  * rejected or unusable plugin. */

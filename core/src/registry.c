@@ -1,5 +1,5 @@
 /* registry.c — find plugins on the search path and check each one in
- * DESIGN.md's order: dlopen (RTLD_NOW) · entry symbol · magic · abi_major ·
+ * the order docs/PLUGINS.md lists: dlopen (RTLD_NOW) · entry symbol · magic · abi_major ·
  * abi_minor · struct_size · kind · name (valid, equal to the file name) ·
  * not a duplicate · vtable (present, large enough, required slots set) ·
  * probe. The first failed check rejects the file with one line. */

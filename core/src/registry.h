@@ -2,7 +2,7 @@
  *
  * tf_registry_scan walks the search path in order, considers every file named
  * tfcore-<kind>-<name>.so, and puts each one either in `found` (it passed every
- * check of DESIGN.md, in DESIGN.md's order) or in `rejected` with a one-line
+ * check docs/PLUGINS.md lists, in its order) or in `rejected` with a one-line
  * reason naming the file and both sides' values. A plugin whose probe says it
  * cannot run here is found but marked unusable, with the probe's reason.
  *

@@ -77,14 +77,18 @@ tf_status tf_open_log(tf_trainer *t, tf_error *err)
     return TF_OK;
 }
 
-static void emit(tf_trainer *t, json_t *o)
+/* One line into log.jsonl; a failed write (a full disk) stops the run
+ * rather than leaving a log with lines silently missing. */
+static tf_status emit(tf_trainer *t, json_t *o, tf_error *err)
 {
+    if (!t->log) return TF_OK;
     char *line = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
-    if (line && t->log) {
-        fprintf(t->log, "%s\n", line);
-        fflush(t->log);
-    }
+    if (!line) return tf_error_set(err, TF_ERR_RUNTIME, "out of memory writing %s", t->log_path);
+    int bad = fprintf(t->log, "%s\n", line) < 0;
+    bad = fflush(t->log) != 0 || bad;
     free(line);
+    if (bad) return tf_error_set(err, TF_ERR_RUNTIME, "cannot write %s: %s", t->log_path, strerror(errno));
+    return TF_OK;
 }
 
 /* Print a dict the way Python prints Trainer's logs: {'loss': 0.6931, ...} */
@@ -122,9 +126,10 @@ static json_t *phase_json(const tf_trainer *t)
     return ph;
 }
 
-void tf_log_step(tf_trainer *t, tf_progress *p, double loss, double grad_norm, double lr, double epoch)
+tf_status tf_log_step(tf_trainer *t, tf_progress *p, double loss, double grad_norm, double lr, double epoch,
+                      tf_error *err)
 {
-    if (t->rank != 0) return;
+    if (t->rank != 0) return TF_OK;
     json_t *o = json_object();
     json_object_set_new(o, "loss", json_real(loss));
     json_object_set_new(o, "grad_norm", json_real(grad_norm));
@@ -134,18 +139,20 @@ void tf_log_step(tf_trainer *t, tf_progress *p, double loss, double grad_norm, d
     json_object_set_new(o, "phase_seconds", phase_json(t));
     tf_progress_pause(p);
     print_dict(o);
-    emit(t, o);
+    tf_status st = emit(t, o, err);
     json_decref(o);
+    return st;
 }
 
-void tf_log_metrics(tf_trainer *t, const tf_metrics *m, int64_t step)
+tf_status tf_log_metrics(tf_trainer *t, const tf_metrics *m, int64_t step, tf_error *err)
 {
     json_t *o = json_object();
     for (int i = 0; i < m->n; i++) json_object_set_new(o, m->name[i], json_real(m->value[i]));
     json_object_set_new(o, "step", json_integer(step));
     print_dict(o);
-    emit(t, o);
+    tf_status st = emit(t, o, err);
     json_decref(o);
+    return st;
 }
 
 /* tfcore's additions to results.json: where the time went, and the run's shape */

@@ -529,7 +529,9 @@ static tf_status run_loop(tf_trainer *t, tf_error *err)
                                (double)(t->global_step - prog.first) * (double)sp.total_train_batch_size);
             if (due(a->logging_strategy, sp.logging_steps, t->global_step, epoch_end) ||
                 (a->logging_first_step && t->global_step == 1)) {
-                tf_log_step(t, &prog, log_loss / (double)log_steps, norm, tf_lr_at(&lrs, t->global_step), epoch_f);
+                if ((st = tf_log_step(t, &prog, log_loss / (double)log_steps, norm, tf_lr_at(&lrs, t->global_step),
+                                      epoch_f, err)))
+                    goto out;
                 log_loss = 0;
                 log_steps = 0;
             }

@@ -122,6 +122,5 @@ tf_status tf_trainer_evaluate(tf_trainer *t, double epoch, tf_metrics *out, tf_e
     t->last_eval_step = t->global_step;
     if (out) *out = m;
     t->phase[TF_PHASE_EVAL] += runtime;
-    if (t->rank == 0) tf_log_metrics(t, &m, t->global_step);
-    return TF_OK;
+    return t->rank == 0 ? tf_log_metrics(t, &m, t->global_step, err) : TF_OK;
 }

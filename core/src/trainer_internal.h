@@ -108,10 +108,12 @@ tf_status tf_open_log(tf_trainer *t, tf_error *err);
 /* After a resume (rank 0): drop log.jsonl's lines past t->global_step and
  * reopen it for appending (run_log_resume.c). */
 tf_status tf_log_resume_trim(tf_trainer *t, tf_error *err);
-/* One logging step: log.jsonl line + Trainer-style line on stderr. */
-void tf_log_step(tf_trainer *t, tf_progress *p, double loss, double grad_norm, double lr, double epoch);
-/* A metrics dict (evaluation) into log.jsonl and on stderr. */
-void tf_log_metrics(tf_trainer *t, const tf_metrics *m, int64_t step);
+/* One logging step: log.jsonl line + Trainer-style line on stderr; fails
+ * (naming log.jsonl) when the line cannot be written. */
+tf_status tf_log_step(tf_trainer *t, tf_progress *p, double loss, double grad_norm, double lr, double epoch,
+                      tf_error *err);
+/* A metrics dict (evaluation) into log.jsonl and on stderr; fails as tf_log_step. */
+tf_status tf_log_metrics(tf_trainer *t, const tf_metrics *m, int64_t step, tf_error *err);
 /* do_train = false: output_dir/results.json with the evaluation's metrics (no train_* keys) */
 tf_status tf_write_eval_results(tf_trainer *t, const tf_metrics *eval, tf_error *err);
 /* results.json into folder dir. */

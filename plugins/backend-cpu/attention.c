@@ -53,27 +53,15 @@ size_t cpu_attention_save_bytes(tf_backend *be, const tf_attention_desc *d)
     return (bytes + CPU_ALIGN - 1) / CPU_ALIGN * CPU_ALIGN;
 }
 
+/* What libtfcore's checks (tf_check_attention_fwd/bwd) leave to this
+ * backend: strict fp32 only, a row of scores fits the scratch, and the
+ * probabilities it saves are countable. */
 static tf_status check_desc(tf_error *err, const char *op, const tf_attention_desc *d)
 {
-    tf_status st;
-    if ((st = cpu_need(err, op, "desc", d)) || (st = cpu_need_min(err, op, "batch", d->batch, 1)) ||
-        (st = cpu_need_min(err, op, "seq", d->seq, 1)) ||
-        (st = cpu_need_min(err, op, "heads", d->heads, 1)) ||
-        (st = cpu_need_min(err, op, "head_dim", d->head_dim, 1)) ||
-        (st = cpu_need_f32(err, op, "qkv", d->dtype)))
-        return st;
     if (d->mode != TF_MATMUL_FP32)
         return cpu_fail(err, TF_ERR_PLUGIN, op,
                         "matmul mode %d is not supported (backend-cpu computes strict fp32 only)",
                         (int)d->mode);
-    if (!isfinite(d->scale))
-        return cpu_fail(err, TF_ERR_RUNTIME, op, "scale must be finite, got %g", (double)d->scale);
-    if (!(d->dropout >= 0.0f && d->dropout < 1.0f))
-        return cpu_fail(err, TF_ERR_RUNTIME, op, "dropout must be in [0, 1), got %g",
-                        (double)d->dropout);
-    if ((long long)d->heads * d->head_dim > INT_MAX / 3)
-        return cpu_fail(err, TF_ERR_RUNTIME, op, "heads * head_dim = %lld is too large",
-                        (long long)d->heads * d->head_dim);
     if ((size_t)d->seq > CPU_SCRATCH_FLOATS)
         return cpu_fail(err, TF_ERR_RUNTIME, op,
                         "seq %d is longer than backend-cpu's attention supports (%zu)", d->seq,
@@ -201,12 +189,10 @@ tf_status cpu_attention_fwd(tf_backend *be, tf_stream *s, const tf_attention_des
     (void)s;
     const char *op = "attention_fwd";
     tf_status st;
-    if ((st = cpu_need(err, op, "backend", be)) || (st = check_desc(err, op, d)) ||
-        (st = cpu_need(err, op, "qkv", qkv)) || (st = cpu_need(err, op, "out", out)))
+    if ((st = cpu_need(err, op, "backend", be)) ||
+        (st = tf_check_attention_fwd(&cpu_checker, err, op, d, qkv, out, save, train)) ||
+        (st = check_desc(err, op, d)))
         return st;
-    if (train && !save)
-        return cpu_fail(err, TF_ERR_RUNTIME, op,
-                        "save is NULL in training (backward needs attention_save_bytes of it)");
     size_t n = 0;
     probs_count(d, &n); /* checked not to overflow by check_desc */
     attn_ctx c = {
@@ -281,9 +267,9 @@ tf_status cpu_attention_bwd(tf_backend *be, tf_stream *s, const tf_attention_des
     (void)out;
     const char *op = "attention_bwd";
     tf_status st;
-    if ((st = cpu_need(err, op, "backend", be)) || (st = check_desc(err, op, d)) ||
-        (st = cpu_need(err, op, "qkv", qkv)) || (st = cpu_need(err, op, "save", save)) ||
-        (st = cpu_need(err, op, "dout", dout)) || (st = cpu_need(err, op, "dqkv", dqkv)))
+    if ((st = cpu_need(err, op, "backend", be)) ||
+        (st = tf_check_attention_bwd(&cpu_checker, err, op, d, qkv, save, dout, dqkv)) ||
+        (st = check_desc(err, op, d)))
         return st;
     size_t n = 0;
     probs_count(d, &n); /* checked not to overflow by check_desc */

@@ -16,6 +16,7 @@
 #include <sys/utsname.h>
 
 #include "cpu.h"
+#include "tfcore/config_keys.h"
 #include "tfcore/log.h"
 #include "tfcore/plugin.h"
 
@@ -31,35 +32,43 @@ tf_status cpu_fail(tf_error *err, tf_status code, const char *op, const char *fm
     return tf_error_set(err, code, "backend-cpu: %s: %s", op, what);
 }
 
+const tf_backend_checker cpu_checker = {
+    .name = "backend-cpu",
+    .act_dtypes = TF_DTYPE_BIT(TF_DTYPE_F32),
+    .act_dtypes_text = "F32 only",
+};
+
 tf_status cpu_need(tf_error *err, const char *op, const char *name, const void *p)
 {
-    return p ? TF_OK : cpu_fail(err, TF_ERR_RUNTIME, op, "%s is NULL", name);
+    return tf_check_need(&cpu_checker, err, op, name, p);
 }
 
 tf_status cpu_need_f32(tf_error *err, const char *op, const char *name, tf_dtype dt)
 {
-    if (dt == TF_DTYPE_F32) return TF_OK;
-    const char *dn = tf_dtype_name(dt);
-    if (dn)
-        return cpu_fail(err, TF_ERR_PLUGIN, op,
-                        "%s dtype %s is not supported (backend-cpu computes in F32 only)", name,
-                        dn);
-    return cpu_fail(err, TF_ERR_PLUGIN, op, "%s dtype %d is not a tf_dtype", name, (int)dt);
+    return tf_check_act_dtype(&cpu_checker, err, op, name, dt);
 }
 
 tf_status cpu_need_min(tf_error *err, const char *op, const char *name, long long v,
                        long long lo)
 {
-    if (v >= lo) return TF_OK;
-    return cpu_fail(err, TF_ERR_RUNTIME, op, "%s must be >= %lld, got %lld", name, lo, v);
+    return tf_check_min(&cpu_checker, err, op, name, v, lo);
 }
 
-/* The one key of the "backend" section this plugin owns (`plugin` is the core's). */
+/* The one key of the "backend" section this plugin owns (`plugin` is the
+ * core's); plugins/backend-cpu/README.md's key section is generated from it. */
+static const tf_cfg_key keys[] = {
+    {"threads", TF_CFG_KEY_INT, .int_def = 0, .int_min = 0, .int_max = CPU_MAX_THREADS,
+     .doc = "threads every op uses; 0: what OpenMP would use (`OMP_NUM_THREADS`, else every core this process "
+            "may run on). `open_args.threads > 0` (the core dividing cores between thread ranks) overrides it"},
+    {0},
+};
+TF_PLUGIN_KEYS(keys);
+
 static tf_status read_threads(tf_section *section, long long *threads, tf_error *err)
 {
     *threads = 0;
     if (!section) return TF_OK;
-    return tf_cfg_int(section, "threads", 0, 0, CPU_MAX_THREADS, threads, err);
+    return tf_cfg_key_int(section, keys, "threads", threads, err);
 }
 
 tf_status cpu_check_config(tf_section *section, tf_error *err)

@@ -24,6 +24,7 @@
 #endif
 
 #include "tfcore/backend.h"
+#include "tfcore/backend_check.h"
 #include "tfcore/error.h"
 
 #define CPU_PLUGIN_NAME "cpu"
@@ -89,6 +90,10 @@ struct tf_event {
 };
 
 /* --- argument checks: each fills err with "backend-cpu: OP: what" -------- */
+
+/* This backend to libtfcore's shared checks (tfcore/backend_check.h): f32
+ * activations only. The helpers below are those checks with it bound. */
+extern const tf_backend_checker cpu_checker;
 
 tf_status cpu_fail(tf_error *err, tf_status code, const char *op, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

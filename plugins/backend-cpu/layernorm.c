@@ -50,15 +50,6 @@ static void layernorm_row(const float *x, const float *res, float *in_out, float
     *rstd_out = rstd;
 }
 
-static tf_status check_shape(tf_error *err, const char *op, int rows, int cols, tf_dtype dt)
-{
-    tf_status st;
-    if ((st = cpu_need_f32(err, op, "x", dt)) || (st = cpu_need_min(err, op, "rows", rows, 0)) ||
-        (st = cpu_need_min(err, op, "cols", cols, 1)))
-        return st;
-    return TF_OK;
-}
-
 tf_status cpu_layernorm_fwd(tf_backend *be, tf_stream *s, const void *x, const void *residual,
                             void *in_out, void *y, const float *gamma, const float *beta,
                             float *mean, float *rstd, int rows, int cols, float eps,
@@ -67,19 +58,11 @@ tf_status cpu_layernorm_fwd(tf_backend *be, tf_stream *s, const void *x, const v
     (void)s;
     const char *op = "layernorm_fwd";
     tf_status st;
-    if ((st = cpu_need(err, op, "backend", be)) || (st = check_shape(err, op, rows, cols, dt)))
+    if ((st = cpu_need(err, op, "backend", be)) ||
+        (st = tf_check_layernorm_fwd(&cpu_checker, err, op, x, residual, in_out, y, gamma, beta, mean,
+                                     rstd, rows, cols, eps, dt)))
         return st;
-    if (!(eps >= 0.0f) || isinf(eps))
-        return cpu_fail(err, TF_ERR_RUNTIME, op, "eps must be finite and >= 0, got %g",
-                        (double)eps);
     if (rows == 0) return TF_OK;
-    if ((st = cpu_need(err, op, "x", x)) || (st = cpu_need(err, op, "y", y)) ||
-        (st = cpu_need(err, op, "gamma", gamma)) || (st = cpu_need(err, op, "beta", beta)) ||
-        (st = cpu_need(err, op, "mean", mean)) || (st = cpu_need(err, op, "rstd", rstd)))
-        return st;
-    if (residual && !in_out)
-        return cpu_fail(err, TF_ERR_RUNTIME, op,
-                        "in_out is NULL but residual is set (backward needs x + residual)");
     const float *xf = x, *rf = residual;
     float *inf_ = in_out, *yf = y;
     size_t c = (size_t)cols;
@@ -178,14 +161,11 @@ tf_status cpu_layernorm_bwd(tf_backend *be, tf_stream *s, const void *dy, const 
     (void)s;
     const char *op = "layernorm_bwd";
     tf_status st;
-    if ((st = cpu_need(err, op, "backend", be)) || (st = check_shape(err, op, rows, cols, dt)))
+    if ((st = cpu_need(err, op, "backend", be)) ||
+        (st = tf_check_layernorm_bwd(&cpu_checker, err, op, dy, in, gamma, mean, rstd, dx, dgamma, dbeta,
+                                     rows, cols, dt)))
         return st;
     if (rows == 0) return TF_OK;
-    if ((st = cpu_need(err, op, "dy", dy)) || (st = cpu_need(err, op, "in", in)) ||
-        (st = cpu_need(err, op, "gamma", gamma)) || (st = cpu_need(err, op, "mean", mean)) ||
-        (st = cpu_need(err, op, "rstd", rstd)) || (st = cpu_need(err, op, "dx", dx)) ||
-        (st = cpu_need(err, op, "dgamma", dgamma)) || (st = cpu_need(err, op, "dbeta", dbeta)))
-        return st;
     size_t c = (size_t)cols;
     int chunks = (cols + LN_CHUNK - 1) / LN_CHUNK;
     float *means = be->scratch; /* [LN_GROUP_ROWS, 2] */

@@ -94,17 +94,11 @@ static tf_status cross_entropy(tf_backend *be, const char *op, const void *logit
                                void *dlogits, float grad_scale, tf_error *err)
 {
     tf_status st;
-    if ((st = cpu_need(err, op, "backend", be)) || (st = cpu_need_f32(err, op, "logits", dt)) ||
-        (st = cpu_need_min(err, op, "rows", rows, 0)) ||
-        (st = cpu_need_min(err, op, "classes", classes, 1)) ||
-        (st = cpu_need(err, op, "loss", loss)))
+    if ((st = cpu_need(err, op, "backend", be)) ||
+        (st = tf_check_cross_entropy(&cpu_checker, err, op, logits, ld_logits, dt, rows, classes, labels,
+                                     loss)))
         return st;
-    if (ld_logits < classes)
-        return cpu_fail(err, TF_ERR_RUNTIME, op, "ld_logits %lld is less than classes %d",
-                        (long long)ld_logits, classes);
-    if (rows > 0 && ((st = cpu_need(err, op, "logits", logits)) ||
-                     (st = cpu_need(err, op, "labels", labels))))
-        return st;
+    /* the labels are host memory here: each is checked as it is read */
     long long count = 0;
     for (int r = 0; r < rows; r++) {
         int lab = labels[r];
@@ -162,13 +156,7 @@ tf_status cpu_cross_entropy_ex(tf_backend *be, tf_stream *s, const tf_cross_entr
     (void)s;
     const char *op = "cross_entropy_ex";
     tf_status st;
-    if ((st = cpu_need(err, op, "descriptor", d))) return st;
-    if (d->size < sizeof *d)
-        return cpu_fail(err, TF_ERR_RUNTIME, op, "descriptor size %u, ABI 1.2 needs %zu",
-                        (unsigned)d->size, sizeof *d);
-    if (!(d->label_smoothing >= 0.0f && d->label_smoothing <= 1.0f))
-        return cpu_fail(err, TF_ERR_RUNTIME, op, "label_smoothing must be in [0, 1], got %g",
-                        (double)d->label_smoothing);
+    if ((st = tf_check_cross_entropy_desc(&cpu_checker, err, op, d))) return st;
     return cross_entropy(be, op, d->logits, d->ld_logits, d->dt, d->rows, d->classes, d->labels,
                          d->ignore_index, d->label_smoothing, d->loss, d->dlogits,
                          d->grad_scale, err);

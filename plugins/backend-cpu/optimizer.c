@@ -71,35 +71,15 @@ static void adamw_span_hf(float *p, const float *g, float *m, float *v, size_t n
     }
 }
 
-/* libtfcore's checks (tfcore/backend.h), with this backend's prefix */
-static tf_status check_segments(tf_error *err, const tf_adamw_segment *segs, size_t nsegs)
-{
-    tf_status st = tf_adamw_check_segments(segs, nsegs, err);
-    if (st) tf_error_prefix(err, "%s: adamw", "backend-cpu");
-    return st;
-}
-
-static tf_status check_hyper(tf_error *err, const tf_adamw_hyper *h)
-{
-    tf_status st = tf_adamw_check_hyper(h, err);
-    if (st) tf_error_prefix(err, "%s: adamw", "backend-cpu");
-    return st;
-}
-
 static tf_status adamw(tf_backend *be, const char *op, float *params, const float *grads, float *m,
                        float *v, const tf_adamw_segment *segs, size_t nsegs,
                        const tf_adamw_hyper *h, tf_adamw_rule rule, tf_error *err)
 {
     tf_status st;
-    if ((st = cpu_need(err, op, "backend", be)) || (st = cpu_need(err, op, "hyper", h)) ||
-        (st = check_hyper(err, h)))
+    if ((st = cpu_need(err, op, "backend", be)) ||
+        (st = tf_check_adamw(&cpu_checker, err, op, params, grads, m, v, segs, nsegs, h)))
         return st;
     if (nsegs == 0) return TF_OK;
-    if ((st = cpu_need(err, op, "segments", segs)) || (st = check_segments(err, segs, nsegs)))
-        return st;
-    if ((st = cpu_need(err, op, "params", params)) || (st = cpu_need(err, op, "grads", grads)) ||
-        (st = cpu_need(err, op, "m", m)) || (st = cpu_need(err, op, "v", v)))
-        return st;
 
     double lr = h->lr, b1 = h->beta1, b2 = h->beta2;
     double bc1 = 1.0 - pow(b1, (double)h->step);
@@ -151,11 +131,6 @@ tf_status cpu_adamw_ex(tf_backend *be, tf_stream *s, float *params, const float 
     (void)s;
     const char *op = "adamw_ex";
     tf_status st;
-    if ((st = cpu_need(err, op, "descriptor", d))) return st;
-    if (d->size < sizeof *d)
-        return cpu_fail(err, TF_ERR_RUNTIME, op, "descriptor size %u, ABI 1.2 needs %zu",
-                        (unsigned)d->size, sizeof *d);
-    if (d->rule != TF_ADAMW_TORCH && d->rule != TF_ADAMW_HF)
-        return cpu_fail(err, TF_ERR_RUNTIME, op, "unknown rule %d", (int)d->rule);
+    if ((st = tf_check_adamw_desc(&cpu_checker, err, op, d))) return st;
     return adamw(be, op, params, grads, m, v, segs, nsegs, &d->hyper, d->rule, err);
 }

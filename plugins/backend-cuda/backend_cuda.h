@@ -22,6 +22,7 @@
 #include <cuda_runtime.h>
 
 #include "tfcore/backend.h"
+#include "tfcore/backend_check.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -349,6 +350,9 @@ struct tf_backend {
 };
 
 /* --- errors: every message is one line "backend-cuda: OP: what" ----------- */
+/* This backend to libtfcore's shared checks (tfcore/backend_check.h): F32,
+ * F16, BF16 activations. cuda_need* are those checks with it bound. */
+extern const tf_backend_checker cuda_checker;
 tf_status cuda_fail(tf_error *err, tf_status code, const char *op, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* TF_ERR_RUNTIME "backend-cuda: OP (what): cudaErrorX: its description". */

@@ -31,27 +31,26 @@ tf_status cuda_fail_rt(tf_error *err, const char *op, cudaError_t e, const char 
     return TF_ERR_RUNTIME;
 }
 
+const tf_backend_checker cuda_checker = {
+    .name = "backend-cuda",
+    .act_dtypes = TF_DTYPE_BIT(TF_DTYPE_F32) | TF_DTYPE_BIT(TF_DTYPE_F16) | TF_DTYPE_BIT(TF_DTYPE_BF16),
+    .act_dtypes_text = "F32, F16, BF16",
+};
+
 tf_status cuda_need(tf_error *err, const char *op, const char *name, const void *p)
 {
-    return p ? TF_OK : cuda_fail(err, TF_ERR_RUNTIME, op, "%s is NULL", name);
+    return tf_check_need(&cuda_checker, err, op, name, p);
 }
 
 tf_status cuda_need_min(tf_error *err, const char *op, const char *name, long long v,
                         long long lo)
 {
-    if (v >= lo) return TF_OK;
-    return cuda_fail(err, TF_ERR_RUNTIME, op, "%s must be >= %lld, got %lld", name, lo, v);
+    return tf_check_min(&cuda_checker, err, op, name, v, lo);
 }
 
 tf_status cuda_need_act(tf_error *err, const char *op, const char *name, tf_dtype dt)
 {
-    if (dt == TF_DTYPE_F32 || dt == TF_DTYPE_F16 || dt == TF_DTYPE_BF16) return TF_OK;
-    const char *dn = tf_dtype_name(dt);
-    if (dn)
-        return cuda_fail(err, TF_ERR_PLUGIN, op,
-                         "%s dtype %s is not supported (backend-cuda computes in F32, F16, BF16)",
-                         name, dn);
-    return cuda_fail(err, TF_ERR_PLUGIN, op, "%s dtype %d is not a tf_dtype", name, (int)dt);
+    return tf_check_act_dtype(&cuda_checker, err, op, name, dt);
 }
 
 tf_status cuda_launched(tf_error *err, const char *op, cudaError_t e, const char *fmt, ...)

@@ -1,22 +1,14 @@
 /* fused_ops.c — the glue of the fused kernels declared in fused_kernels.h:
  * residual + layernorm (layernorm.cu), flash-style attention (attention.cu)
- * and softmax cross-entropy (cross_entropy.cu): argument checks
- * (backend-cpu's rules), the stream, the workspace, then the launcher. */
+ * and softmax cross-entropy (cross_entropy.cu): libtfcore's argument checks
+ * (tfcore/backend_check.h) and this backend's own, the stream, the
+ * workspace, then the launcher. */
 #include <math.h>
 
 #include "backend_cuda.h"
 #include "fused_kernels.h"
 
 /* --- layernorm ---------------------------------------------------------------- */
-
-static tf_status check_ln_shape(tf_error *err, const char *op, int rows, int cols, tf_dtype dt)
-{
-    tf_status st;
-    if ((st = cuda_need_act(err, op, "x", dt)) || (st = cuda_need_min(err, op, "rows", rows, 0)) ||
-        (st = cuda_need_min(err, op, "cols", cols, 1)))
-        return st;
-    return TF_OK;
-}
 
 tf_status cuda_layernorm_fwd(tf_backend *be, tf_stream *s, const void *x,
                                     const void *residual, void *in_out, void *y,
@@ -27,19 +19,11 @@ tf_status cuda_layernorm_fwd(tf_backend *be, tf_stream *s, const void *x,
     const char *op = "layernorm_fwd";
     tf_stream *st;
     tf_status rc;
-    if ((rc = cuda_enter(be, s, op, &st, err)) || (rc = check_ln_shape(err, op, rows, cols, dt)))
+    if ((rc = cuda_enter(be, s, op, &st, err)) ||
+        (rc = tf_check_layernorm_fwd(&cuda_checker, err, op, x, residual, in_out, y, gamma, beta, mean,
+                                     rstd, rows, cols, eps, dt)))
         return rc;
-    if (!(isfinite(eps) && eps >= 0.0f))
-        return cuda_fail(err, TF_ERR_RUNTIME, op, "eps must be finite and >= 0, got %g",
-                         (double)eps);
     if (rows == 0) return TF_OK;
-    if ((rc = cuda_need(err, op, "x", x)) || (rc = cuda_need(err, op, "y", y)) ||
-        (rc = cuda_need(err, op, "gamma", gamma)) || (rc = cuda_need(err, op, "beta", beta)) ||
-        (rc = cuda_need(err, op, "mean", mean)) || (rc = cuda_need(err, op, "rstd", rstd)))
-        return rc;
-    if (residual && !in_out)
-        return cuda_fail(err, TF_ERR_RUNTIME, op,
-                         "in_out is NULL but residual is set (backward needs x + residual)");
     return cuda_launched(err, op,
                     tfc_layernorm_fwd(st->s, x, residual, in_out, y, gamma, beta, mean, rstd, rows,
                                       cols, eps, dt),
@@ -56,14 +40,11 @@ tf_status cuda_layernorm_bwd(tf_backend *be, tf_stream *s, const void *dy, const
     tf_stream *st;
     tf_status rc;
     void *ws;
-    if ((rc = cuda_enter(be, s, op, &st, err)) || (rc = check_ln_shape(err, op, rows, cols, dt)))
+    if ((rc = cuda_enter(be, s, op, &st, err)) ||
+        (rc = tf_check_layernorm_bwd(&cuda_checker, err, op, dy, in, gamma, mean, rstd, dx, dgamma, dbeta,
+                                     rows, cols, dt)))
         return rc;
     if (rows == 0) return TF_OK;
-    if ((rc = cuda_need(err, op, "dy", dy)) || (rc = cuda_need(err, op, "in", in)) ||
-        (rc = cuda_need(err, op, "gamma", gamma)) || (rc = cuda_need(err, op, "mean", mean)) ||
-        (rc = cuda_need(err, op, "rstd", rstd)) || (rc = cuda_need(err, op, "dx", dx)) ||
-        (rc = cuda_need(err, op, "dgamma", dgamma)) || (rc = cuda_need(err, op, "dbeta", dbeta)))
-        return rc;
     if ((rc = cuda_workspace(be, st, tfc_layernorm_bwd_workspace_bytes(rows, cols), op, &ws, err)))
         return rc;
     return cuda_launched(err, op,
@@ -74,26 +55,10 @@ tf_status cuda_layernorm_bwd(tf_backend *be, tf_stream *s, const void *dy, const
 
 /* --- attention ---------------------------------------------------------------- */
 
+/* What libtfcore's checks (tf_check_attention_fwd/bwd) leave to this
+ * backend: token rows index in int, and the kernels' head_dim per dtype. */
 static tf_status check_attention(tf_error *err, const char *op, const tf_attention_desc *d)
 {
-    tf_status st;
-    if ((st = cuda_need(err, op, "desc", d)) ||
-        (st = cuda_need_min(err, op, "batch", d->batch, 1)) ||
-        (st = cuda_need_min(err, op, "seq", d->seq, 1)) ||
-        (st = cuda_need_min(err, op, "heads", d->heads, 1)) ||
-        (st = cuda_need_min(err, op, "head_dim", d->head_dim, 1)) ||
-        (st = cuda_need_act(err, op, "qkv", d->dtype)))
-        return st;
-    if ((unsigned)d->mode > TF_MATMUL_BF16)
-        return cuda_fail(err, TF_ERR_PLUGIN, op, "unknown matmul mode %d", (int)d->mode);
-    if (!isfinite(d->scale))
-        return cuda_fail(err, TF_ERR_RUNTIME, op, "scale must be finite, got %g", (double)d->scale);
-    if (!(d->dropout >= 0.0f && d->dropout < 1.0f))
-        return cuda_fail(err, TF_ERR_RUNTIME, op, "dropout must be in [0, 1), got %g",
-                         (double)d->dropout);
-    if ((long long)d->heads * d->head_dim > INT32_MAX / 3)
-        return cuda_fail(err, TF_ERR_RUNTIME, op, "heads * head_dim = %lld is too large",
-                         (long long)d->heads * d->head_dim);
     if ((long long)d->batch * d->seq > INT32_MAX)
         return cuda_fail(err, TF_ERR_RUNTIME, op, "batch * seq = %lld is too large",
                          (long long)d->batch * d->seq);
@@ -119,12 +84,10 @@ tf_status cuda_attention_fwd(tf_backend *be, tf_stream *s, const tf_attention_de
     const char *op = "attention_fwd";
     tf_stream *st;
     tf_status rc;
-    if ((rc = cuda_enter(be, s, op, &st, err)) || (rc = check_attention(err, op, d)) ||
-        (rc = cuda_need(err, op, "qkv", qkv)) || (rc = cuda_need(err, op, "out", out)))
+    if ((rc = cuda_enter(be, s, op, &st, err)) ||
+        (rc = tf_check_attention_fwd(&cuda_checker, err, op, d, qkv, out, save, train)) ||
+        (rc = check_attention(err, op, d)))
         return rc;
-    if (train && !save)
-        return cuda_fail(err, TF_ERR_RUNTIME, op,
-                         "save is NULL in training (backward needs attention_save_bytes of it)");
     return cuda_launched(err, op, tfc_attention_fwd(st->s, d, qkv, mask, out, save, train),
                     "batch %d, seq %d, heads %d, head_dim %d, %s%s", d->batch, d->seq, d->heads,
                     d->head_dim, tf_dtype_name(d->dtype), train ? ", train" : "");
@@ -138,10 +101,10 @@ tf_status cuda_attention_bwd(tf_backend *be, tf_stream *s, const tf_attention_de
     tf_stream *st;
     tf_status rc;
     void *ws;
-    if ((rc = cuda_enter(be, s, op, &st, err)) || (rc = check_attention(err, op, d)) ||
-        (rc = cuda_need(err, op, "qkv", qkv)) || (rc = cuda_need(err, op, "out", out)) ||
-        (rc = cuda_need(err, op, "save", save)) || (rc = cuda_need(err, op, "dout", dout)) ||
-        (rc = cuda_need(err, op, "dqkv", dqkv)))
+    /* out: D = rowsum(dO * O) in the backward kernel reads it */
+    if ((rc = cuda_enter(be, s, op, &st, err)) ||
+        (rc = tf_check_attention_bwd(&cuda_checker, err, op, d, qkv, save, dout, dqkv)) ||
+        (rc = cuda_need(err, op, "out", out)) || (rc = check_attention(err, op, d)))
         return rc;
     if ((rc = cuda_workspace(be, st, tfc_attention_bwd_workspace_bytes(d), op, &ws, err)))
         return rc;
@@ -160,16 +123,9 @@ static tf_status cross_entropy(tf_backend *be, tf_stream *s, const char *op, con
     tf_stream *st;
     tf_status rc;
     void *ws;
-    if ((rc = cuda_enter(be, s, op, &st, err)) || (rc = cuda_need_act(err, op, "logits", dt)) ||
-        (rc = cuda_need_min(err, op, "rows", rows, 0)) ||
-        (rc = cuda_need_min(err, op, "classes", classes, 1)) ||
-        (rc = cuda_need(err, op, "loss", loss)))
-        return rc;
-    if (ld_logits < classes)
-        return cuda_fail(err, TF_ERR_RUNTIME, op, "ld_logits %lld is less than classes %d",
-                         (long long)ld_logits, classes);
-    if (rows > 0 && ((rc = cuda_need(err, op, "logits", logits)) ||
-                     (rc = cuda_need(err, op, "labels", labels))))
+    if ((rc = cuda_enter(be, s, op, &st, err)) ||
+        (rc = tf_check_cross_entropy(&cuda_checker, err, op, logits, ld_logits, dt, rows, classes, labels,
+                                     loss)))
         return rc;
     if ((rc = cuda_workspace(be, st, tfc_cross_entropy_workspace_bytes(rows, classes), op, &ws,
                              err)))
@@ -194,13 +150,7 @@ tf_status cuda_cross_entropy_ex(tf_backend *be, tf_stream *s, const tf_cross_ent
 {
     const char *op = "cross_entropy_ex";
     tf_status rc;
-    if ((rc = cuda_need(err, op, "descriptor", d))) return rc;
-    if (d->size < sizeof *d)
-        return cuda_fail(err, TF_ERR_RUNTIME, op, "descriptor size %u, ABI 1.2 needs %zu",
-                         (unsigned)d->size, sizeof *d);
-    if (!(d->label_smoothing >= 0.0f && d->label_smoothing <= 1.0f))
-        return cuda_fail(err, TF_ERR_RUNTIME, op, "label_smoothing must be in [0, 1], got %g",
-                         (double)d->label_smoothing);
+    if ((rc = tf_check_cross_entropy_desc(&cuda_checker, err, op, d))) return rc;
     return cross_entropy(be, s, op, d->logits, d->ld_logits, d->dt, d->rows, d->classes,
                          d->labels, d->ignore_index, d->label_smoothing, d->loss, d->dlogits,
                          d->grad_scale, err);

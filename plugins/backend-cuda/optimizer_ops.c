@@ -1,26 +1,11 @@
 /* optimizer_ops.c — the glue of AdamW (optimizer.cu): libtfcore's argument
- * checks, the device work list (the segments cut into chunks, rebuilt when
+ * checks (tf_check_adamw), the device work list (the segments cut into chunks, rebuilt when
  * the segments change), backend-cpu's scalars, then the launcher. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend_cuda.h"
-
-/* libtfcore's checks (tfcore/backend.h), with this backend's prefix */
-static tf_status check_segments(tf_error *err, const tf_adamw_segment *segs, size_t nsegs)
-{
-    tf_status st = tf_adamw_check_segments(segs, nsegs, err);
-    if (st) tf_error_prefix(err, "%s: adamw", "backend-cuda");
-    return st;
-}
-
-static tf_status check_hyper(tf_error *err, const tf_adamw_hyper *h)
-{
-    tf_status st = tf_adamw_check_hyper(h, err);
-    if (st) tf_error_prefix(err, "%s: adamw", "backend-cuda");
-    return st;
-}
 
 /* The device work list for these segments: rebuilt (and uploaded) only
  * when they differ from the last call's, i.e. once per training run. Under
@@ -103,15 +88,10 @@ static tf_status adamw(tf_backend *be, tf_stream *s, const char *op, float *para
 {
     tf_stream *st;
     tf_status rc;
-    if ((rc = cuda_enter(be, s, op, &st, err)) || (rc = cuda_need(err, op, "hyper", h)) ||
-        (rc = check_hyper(err, h)))
+    if ((rc = cuda_enter(be, s, op, &st, err)) ||
+        (rc = tf_check_adamw(&cuda_checker, err, op, params, grads, m, v, segs, nsegs, h)))
         return rc;
     if (nsegs == 0) return TF_OK;
-    if ((rc = cuda_need(err, op, "segments", segs)) || (rc = check_segments(err, segs, nsegs)))
-        return rc;
-    if ((rc = cuda_need(err, op, "params", params)) || (rc = cuda_need(err, op, "grads", grads)) ||
-        (rc = cuda_need(err, op, "m", m)) || (rc = cuda_need(err, op, "v", v)))
-        return rc;
     /* backend-cpu's scalars: double, rounded to float once */
     double lr = h->lr, b1 = h->beta1, b2 = h->beta2;
     double bc1 = 1.0 - pow(b1, (double)h->step);
@@ -155,11 +135,6 @@ tf_status cuda_adamw_ex(tf_backend *be, tf_stream *s, float *params, const float
 {
     const char *op = "adamw_ex";
     tf_status rc;
-    if ((rc = cuda_need(err, op, "descriptor", d))) return rc;
-    if (d->size < sizeof *d)
-        return cuda_fail(err, TF_ERR_RUNTIME, op, "descriptor size %u, ABI 1.2 needs %zu",
-                         (unsigned)d->size, sizeof *d);
-    if (d->rule != TF_ADAMW_TORCH && d->rule != TF_ADAMW_HF)
-        return cuda_fail(err, TF_ERR_RUNTIME, op, "unknown rule %d", (int)d->rule);
+    if ((rc = tf_check_adamw_desc(&cuda_checker, err, op, d))) return rc;
     return adamw(be, s, op, params, grads, m, v, segs, nsegs, &d->hyper, d->rule, err);
 }

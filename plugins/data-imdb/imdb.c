@@ -29,6 +29,7 @@
 #include <sys/stat.h>
 
 #include "imdb_read.h"
+#include "tfcore/config_keys.h"
 #include "tfcore/dataset.h"
 #include "tfcore/dataset_fetch.h"
 #include "tfcore/file.h"
@@ -65,24 +66,56 @@ struct tf_dataset {
 static const char *const formats[] = {"auto", "folder", "csv", "jsonl", NULL};
 static const char *const paddings[] = {"max_length", "longest", NULL};
 
+/* The data section's keys (plugins/data-imdb/README.md is generated from it). */
+static const tf_cfg_key keys[] = {
+    {"path", TF_CFG_KEY_STRING, .required = true,
+     .doc = "the aclImdb root (with train/ and test/), one review,sentiment .csv or .jsonl file, or the name "
+            "\"imdb\": Stanford's archive fetched into tfcore's cache (a file or folder of that name here wins)"},
+    {"url", TF_CFG_KEY_STRING, .default_text = "Stanford's aclImdb_v1.tar.gz",
+     .doc = "for path = \"imdb\": where the archive is fetched from"},
+    {"sha256", TF_CFG_KEY_STRING, .default_text = "the published checksum (with the default url)",
+     .doc = "for path = \"imdb\": the archive's sha256, checked before it is unpacked"},
+    {"format", TF_CFG_KEY_CHOICE, .string_def = "auto", .choices = formats,
+     .doc = "how to read path and eval_path; auto: by path (a folder, .csv, .jsonl)"},
+    {"eval_path", TF_CFG_KEY_STRING, .doc = "for a single-file path: the eval file (same format); unset: eval_fraction of path"},
+    {"eval_fraction", TF_CFG_KEY_FLOAT, .float_def = 0.1, .float_min = 0.0, .float_max = 0.9,
+     .doc = "for a single file without eval_path: the share held out for eval"},
+    {"max_length", TF_CFG_KEY_INT, .int_def = 0, .int_min = 0, .int_max = 1 << 20,
+     .doc = "tokens per row, special tokens included, in [3, the model's positions]; 0: the model's maximum"},
+    {"padding", TF_CFG_KEY_CHOICE, .string_def = "max_length", .choices = paddings,
+     .doc = "pad every row to max_length (the hands-on's padding), or each batch to its longest row"},
+    {"max_train_samples", TF_CFG_KEY_INT, .int_def = 0, .int_min = 0, .int_max = 1LL << 40,
+     .doc = "keep only the first N training rows (0: all)"},
+    {"max_eval_samples", TF_CFG_KEY_INT, .int_def = 0, .int_min = 0, .int_max = 1LL << 40,
+     .doc = "keep only the first N eval rows (0: all)"},
+    {"vocab_file", TF_CFG_KEY_STRING, .doc = "a vocab.txt, for a model without one of its own (a preset); unset: the model's"},
+    {"predictions_file", TF_CFG_KEY_STRING, .doc = "write eval predictions (JSONL) into output_dir under this file name; unset: none"},
+    {"seed", TF_CFG_KEY_INT, .int_def = -1, .int_min = -1, .int_max = INT64_MAX,
+     .doc = "the held-out split's shuffle; -1: training.seed"},
+    {"do_lower_case", TF_CFG_KEY_BOOL, .bool_def = true, .default_text = "the model's",
+     .doc = "override the model's tokenizer setting"},
+    {0},
+};
+TF_PLUGIN_KEYS(keys);
+
 static tf_status read_config(tf_section *s, imdb_config *c, tf_error *err)
 {
     tf_status st;
     bool lower_set;
     memset(c, 0, sizeof *c);
-    if ((st = tf_cfg_require_string(s, "path", &c->path, err))) return st;
-    if ((st = tf_cfg_choice(s, "format", "auto", formats, &c->format, err))) return st;
-    if ((st = tf_cfg_string(s, "eval_path", NULL, &c->eval_path, err))) return st;
-    if ((st = tf_cfg_float(s, "eval_fraction", 0.1, 0.0, 0.9, &c->eval_fraction, err))) return st;
-    if ((st = tf_cfg_int(s, "max_length", 0, 0, 1 << 20, &c->max_length, err))) return st;
-    if ((st = tf_cfg_choice(s, "padding", "max_length", paddings, &c->padding, err))) return st;
-    if ((st = tf_cfg_int(s, "max_train_samples", 0, 0, 1LL << 40, &c->max_train, err))) return st;
-    if ((st = tf_cfg_int(s, "max_eval_samples", 0, 0, 1LL << 40, &c->max_eval, err))) return st;
-    if ((st = tf_cfg_string(s, "vocab_file", NULL, &c->vocab_file, err))) return st;
-    if ((st = tf_cfg_string(s, "predictions_file", NULL, &c->predictions_file, err))) return st;
-    if ((st = tf_cfg_int(s, "seed", -1, -1, INT64_MAX, &c->seed, err))) return st;
-    if ((st = tf_cfg_string(s, "url", NULL, &c->url, err))) return st;
-    if ((st = tf_cfg_string(s, "sha256", NULL, &c->sha256, err))) return st;
+    if ((st = tf_cfg_key_string(s, keys, "path", &c->path, err))) return st;
+    if ((st = tf_cfg_key_string(s, keys, "format", &c->format, err))) return st;
+    if ((st = tf_cfg_key_string(s, keys, "eval_path", &c->eval_path, err))) return st;
+    if ((st = tf_cfg_key_float(s, keys, "eval_fraction", &c->eval_fraction, err))) return st;
+    if ((st = tf_cfg_key_int(s, keys, "max_length", &c->max_length, err))) return st;
+    if ((st = tf_cfg_key_string(s, keys, "padding", &c->padding, err))) return st;
+    if ((st = tf_cfg_key_int(s, keys, "max_train_samples", &c->max_train, err))) return st;
+    if ((st = tf_cfg_key_int(s, keys, "max_eval_samples", &c->max_eval, err))) return st;
+    if ((st = tf_cfg_key_string(s, keys, "vocab_file", &c->vocab_file, err))) return st;
+    if ((st = tf_cfg_key_string(s, keys, "predictions_file", &c->predictions_file, err))) return st;
+    if ((st = tf_cfg_key_int(s, keys, "seed", &c->seed, err))) return st;
+    if ((st = tf_cfg_key_string(s, keys, "url", &c->url, err))) return st;
+    if ((st = tf_cfg_key_string(s, keys, "sha256", &c->sha256, err))) return st;
     if ((c->url || c->sha256) && strcmp(c->path, "imdb") != 0)
         return tf_error_set(err, TF_ERR_CONFIG, "%s: data.%s is for data.path = \"imdb\" (fetched by name), not a path",
                             tf_cfg_where(s, c->url ? "url" : "sha256"), c->url ? "url" : "sha256");
@@ -91,7 +124,7 @@ static tf_status read_config(tf_section *s, imdb_config *c, tf_error *err)
                             tf_cfg_where(s, "sha256"), c->sha256);
     lower_set = tf_cfg_has(s, "do_lower_case");
     bool lower = true;
-    if ((st = tf_cfg_bool(s, "do_lower_case", true, &lower, err))) return st;
+    if ((st = tf_cfg_key_bool(s, keys, "do_lower_case", &lower, err))) return st;
     c->do_lower_case = lower_set ? (int)lower : -1;
     return TF_OK;
 }

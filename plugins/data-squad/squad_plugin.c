@@ -47,6 +47,7 @@
 #include "squad_features.h"
 #include "squad_plugin.h"
 #include "squad_postprocess.h"
+#include "tfcore/config_keys.h"
 #include "tfcore/dataset.h"
 #include "tfcore/dataset_fetch.h"
 #include "tfcore/log.h"
@@ -77,17 +78,55 @@ struct tf_dataset {
 
 #define SQUAD_MAX_SEQ (1 << 16)
 
+/* The data section's keys, run_qa's names (plugins/data-squad/README.md is
+ * generated from it); the checks across keys follow in read_config. */
+static const tf_cfg_key keys[] = {
+    {"train_file", TF_CFG_KEY_STRING, .doc = "SQuAD JSON (v1.1 or v2.0) to train on; at least one of the two files"},
+    {"validation_file", TF_CFG_KEY_STRING, .doc = "SQuAD JSON (v1.1 or v2.0) to evaluate on"},
+    {"path", TF_CFG_KEY_STRING,
+     .doc = "instead of the files: \"squad\" or \"squad_v2\", the official train/dev JSON fetched into tfcore's cache"},
+    {"url", TF_CFG_KEY_STRING, .default_text = "the official SQuAD-explorer folder",
+     .doc = "for path: the folder URL the two JSON files are fetched from"},
+    {"train_sha256", TF_CFG_KEY_STRING, .default_text = "none (recorded at first download)",
+     .doc = "for path: the train file's sha256, checked before it is kept"},
+    {"validation_sha256", TF_CFG_KEY_STRING, .default_text = "none (recorded at first download)",
+     .doc = "for path: the dev file's sha256, checked before it is kept"},
+    {"version_2_with_negative", TF_CFG_KEY_BOOL, .bool_def = false, .default_text = "the files' version",
+     .doc = "v2 postprocessing and metrics; unset: the validation file's version, else the train file's"},
+    {"max_seq_length", TF_CFG_KEY_INT, .int_def = 384, .int_min = 4, .int_max = SQUAD_MAX_SEQ,
+     .doc = "window width, special tokens included (at most the model's positions)"},
+    {"doc_stride", TF_CFG_KEY_INT, .int_def = 128, .int_min = 0, .int_max = SQUAD_MAX_SEQ,
+     .doc = "tokens shared by consecutive windows; less than max_seq_length - 3"},
+    {"n_best_size", TF_CFG_KEY_INT, .int_def = 20, .int_min = 1, .int_max = SQUAD_MAX_SEQ,
+     .doc = "start and end candidates per window in postprocessing"},
+    {"max_answer_length", TF_CFG_KEY_INT, .int_def = 30, .int_min = 1, .int_max = SQUAD_MAX_SEQ,
+     .doc = "longest answer, in tokens, postprocessing accepts"},
+    {"null_score_diff_threshold", TF_CFG_KEY_FLOAT, .float_def = 0.0, .float_min = -INFINITY,
+     .float_max = INFINITY, .doc = "v2: predict no answer when the null score beats the best span's by more"},
+    {"max_train_samples", TF_CFG_KEY_INT, .int_def = 0, .int_min = 0, .int_max = INT32_MAX,
+     .doc = "the first N questions, then the first N features, as run_qa cuts both (0: all)"},
+    {"max_eval_samples", TF_CFG_KEY_INT, .int_def = 0, .int_min = 0, .int_max = INT32_MAX,
+     .doc = "as max_train_samples, for evaluation"},
+    {"pad_to_max_length", TF_CFG_KEY_BOOL, .bool_def = true,
+     .doc = "pad every row to max_seq_length; false: each batch to its longest row"},
+    {"vocab_file", TF_CFG_KEY_STRING, .doc = "a vocab.txt, for a model without one of its own; unset: the model's"},
+    {"do_lower_case", TF_CFG_KEY_BOOL, .bool_def = true, .default_text = "the model's",
+     .doc = "override the model's tokenizer setting"},
+    {0},
+};
+TF_PLUGIN_KEYS(keys);
+
 static tf_status read_config(tf_section *s, squad_config *c, tf_error *err)
 {
     tf_status st;
     bool b;
     memset(c, 0, sizeof *c);
-    if ((st = tf_cfg_string(s, "train_file", NULL, &c->train_file, err))) return st;
-    if ((st = tf_cfg_string(s, "validation_file", NULL, &c->validation_file, err))) return st;
-    if ((st = tf_cfg_string(s, "path", NULL, &c->path, err))) return st;
-    if ((st = tf_cfg_string(s, "url", NULL, &c->url, err))) return st;
-    if ((st = tf_cfg_string(s, "train_sha256", NULL, &c->train_sha256, err))) return st;
-    if ((st = tf_cfg_string(s, "validation_sha256", NULL, &c->validation_sha256, err))) return st;
+    if ((st = tf_cfg_key_string(s, keys, "train_file", &c->train_file, err))) return st;
+    if ((st = tf_cfg_key_string(s, keys, "validation_file", &c->validation_file, err))) return st;
+    if ((st = tf_cfg_key_string(s, keys, "path", &c->path, err))) return st;
+    if ((st = tf_cfg_key_string(s, keys, "url", &c->url, err))) return st;
+    if ((st = tf_cfg_key_string(s, keys, "train_sha256", &c->train_sha256, err))) return st;
+    if ((st = tf_cfg_key_string(s, keys, "validation_sha256", &c->validation_sha256, err))) return st;
     if (c->path && strcmp(c->path, "squad") != 0 && strcmp(c->path, "squad_v2") != 0)
         return tf_error_set(err, TF_ERR_CONFIG,
                             "%s: data.path '%s' is not \"squad\" or \"squad_v2\" (local files go in "
@@ -105,21 +144,20 @@ static tf_status read_config(tf_section *s, squad_config *c, tf_error *err)
                                 tf_cfg_where(s, fetch_keys[i]), fetch_keys[i], fetch_vals[i]);
     }
     bool set = tf_cfg_has(s, "version_2_with_negative");
-    if ((st = tf_cfg_bool(s, "version_2_with_negative", false, &b, err))) return st;
+    if ((st = tf_cfg_key_bool(s, keys, "version_2_with_negative", &b, err))) return st;
     c->version_2 = set ? (int)b : -1;
-    if ((st = tf_cfg_int(s, "max_seq_length", 384, 4, SQUAD_MAX_SEQ, &c->max_seq_length, err))) return st;
-    if ((st = tf_cfg_int(s, "doc_stride", 128, 0, SQUAD_MAX_SEQ, &c->doc_stride, err))) return st;
-    if ((st = tf_cfg_int(s, "n_best_size", 20, 1, SQUAD_MAX_SEQ, &c->n_best_size, err))) return st;
-    if ((st = tf_cfg_int(s, "max_answer_length", 30, 1, SQUAD_MAX_SEQ, &c->max_answer_length, err))) return st;
-    if ((st = tf_cfg_float(s, "null_score_diff_threshold", 0.0, -INFINITY, INFINITY,
-                           &c->null_score_diff_threshold, err)))
+    if ((st = tf_cfg_key_int(s, keys, "max_seq_length", &c->max_seq_length, err))) return st;
+    if ((st = tf_cfg_key_int(s, keys, "doc_stride", &c->doc_stride, err))) return st;
+    if ((st = tf_cfg_key_int(s, keys, "n_best_size", &c->n_best_size, err))) return st;
+    if ((st = tf_cfg_key_int(s, keys, "max_answer_length", &c->max_answer_length, err))) return st;
+    if ((st = tf_cfg_key_float(s, keys, "null_score_diff_threshold", &c->null_score_diff_threshold, err)))
         return st;
-    if ((st = tf_cfg_int(s, "max_train_samples", 0, 0, INT32_MAX, &c->max_train, err))) return st;
-    if ((st = tf_cfg_int(s, "max_eval_samples", 0, 0, INT32_MAX, &c->max_eval, err))) return st;
-    if ((st = tf_cfg_bool(s, "pad_to_max_length", true, &c->pad_to_max_length, err))) return st;
-    if ((st = tf_cfg_string(s, "vocab_file", NULL, &c->vocab_file, err))) return st;
+    if ((st = tf_cfg_key_int(s, keys, "max_train_samples", &c->max_train, err))) return st;
+    if ((st = tf_cfg_key_int(s, keys, "max_eval_samples", &c->max_eval, err))) return st;
+    if ((st = tf_cfg_key_bool(s, keys, "pad_to_max_length", &c->pad_to_max_length, err))) return st;
+    if ((st = tf_cfg_key_string(s, keys, "vocab_file", &c->vocab_file, err))) return st;
     set = tf_cfg_has(s, "do_lower_case");
-    if ((st = tf_cfg_bool(s, "do_lower_case", true, &b, err))) return st;
+    if ((st = tf_cfg_key_bool(s, keys, "do_lower_case", &b, err))) return st;
     c->do_lower_case = set ? (int)b : -1;
     /* [CLS] question [SEP] context [SEP]: the context's share of a window must
      * exceed the stride even for an empty question */

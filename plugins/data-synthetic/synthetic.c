@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tfcore/config_keys.h"
 #include "tfcore/dataset.h"
 #include "tfcore/plugin.h"
 #include "tfcore/rng.h"
@@ -47,18 +48,38 @@ struct tf_dataset {
 
 static const char *const task_names[] = {"classification", "question-answering", NULL};
 
+/* The data section's keys (plugins/data-synthetic/README.md is generated from it). */
+static const tf_cfg_key keys[] = {
+    {"task", TF_CFG_KEY_CHOICE, .string_def = "classification", .choices = task_names,
+     .doc = "what the rows are for: a label per row, or an answer span in a context"},
+    {"seq_len", TF_CFG_KEY_INT, .int_def = 128, .int_min = 16, .int_max = 65536,
+     .doc = "tokens per row, [CLS] and [SEP] included (no padding)"},
+    {"num_examples", TF_CFG_KEY_INT, .int_def = 2048, .int_min = 1, .int_max = 1LL << 40,
+     .doc = "rows in the train split"},
+    {"eval_examples", TF_CFG_KEY_INT, .int_def = 512, .int_min = 0, .int_max = 1LL << 40,
+     .doc = "rows in the eval split (0: none)"},
+    {"num_labels", TF_CFG_KEY_INT, .int_def = 2, .int_min = 2, .int_max = 1000,
+     .doc = "classes (classification)"},
+    {"seed", TF_CFG_KEY_INT, .int_def = 42, .int_min = 0, .int_max = INT64_MAX,
+     .doc = "every row is a pure function of (seed, split, row)"},
+    {"learnable", TF_CFG_KEY_BOOL, .bool_def = true,
+     .doc = "labels follow from the tokens (a keyword, a marked span), so a model visibly learns; false: random"},
+    {0},
+};
+TF_PLUGIN_KEYS(keys);
+
 static tf_status read_config(tf_section *s, synthetic_config *c, tf_error *err)
 {
     const char *task;
     tf_status st;
-    if ((st = tf_cfg_choice(s, "task", "classification", task_names, &task, err))) return st;
+    if ((st = tf_cfg_key_string(s, keys, "task", &task, err))) return st;
     c->task = strcmp(task, "classification") == 0 ? TF_TASK_CLASSIFICATION : TF_TASK_QUESTION_ANSWERING;
-    if ((st = tf_cfg_int(s, "seq_len", 128, 16, 65536, &c->seq_len, err))) return st;
-    if ((st = tf_cfg_int(s, "num_examples", 2048, 1, 1LL << 40, &c->train_examples, err))) return st;
-    if ((st = tf_cfg_int(s, "eval_examples", 512, 0, 1LL << 40, &c->eval_examples, err))) return st;
-    if ((st = tf_cfg_int(s, "num_labels", 2, 2, 1000, &c->num_labels, err))) return st;
-    if ((st = tf_cfg_int(s, "seed", 42, 0, INT64_MAX, &c->seed, err))) return st;
-    if ((st = tf_cfg_bool(s, "learnable", true, &c->learnable, err))) return st;
+    if ((st = tf_cfg_key_int(s, keys, "seq_len", &c->seq_len, err))) return st;
+    if ((st = tf_cfg_key_int(s, keys, "num_examples", &c->train_examples, err))) return st;
+    if ((st = tf_cfg_key_int(s, keys, "eval_examples", &c->eval_examples, err))) return st;
+    if ((st = tf_cfg_key_int(s, keys, "num_labels", &c->num_labels, err))) return st;
+    if ((st = tf_cfg_key_int(s, keys, "seed", &c->seed, err))) return st;
+    if ((st = tf_cfg_key_bool(s, keys, "learnable", &c->learnable, err))) return st;
     return TF_OK;
 }
 

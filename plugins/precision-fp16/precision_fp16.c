@@ -14,6 +14,7 @@
 #include <stdlib.h>
 
 #include "loss_scaler.h"
+#include "tfcore/config_keys.h"
 #include "tfcore/log.h"
 #include "tfcore/plugin.h"
 #include "tfcore/precision.h"
@@ -27,36 +28,32 @@ typedef struct fp16_settings {
     long long growth_interval;
 } fp16_settings;
 
-/* A float key in an interval; `open_lo` / `open_hi` exclude that end. The
- * accessor checks the type (and refuses NaN); the range is checked here so
- * open ends and float limits read the same in every message. */
-static tf_status float_key(tf_section *sec, const char *key, double def, double lo, bool open_lo, double hi,
-                           bool open_hi, const char *why, double *out, tf_error *err)
-{
-    tf_status st = tf_cfg_float(sec, key, def, -INFINITY, INFINITY, out, err);
-    if (st) return st;
-    double v = *out;
-    if ((open_lo ? v > lo : v >= lo) && (open_hi ? v < hi : v <= hi)) return TF_OK;
-    return tf_error_set(err, TF_ERR_CONFIG, "%s: precision.%s must be in %c%g, %g%c, got %g (%s)",
-                        tf_cfg_where(sec, key), key, open_lo ? '(' : '[', lo, hi, open_hi ? ')' : ']', v, why);
-}
+/* The precision section's keys, GradScaler's names (README.md's key section
+ * is generated from it). GradScaler's own checks are growth_factor > 1 and
+ * backoff_factor < 1; the other bounds keep the scale a positive normal
+ * float and the interval a count. */
+static const tf_cfg_key keys[] = {
+    {"init_scale", TF_CFG_KEY_FLOAT, .float_def = 65536.0, .float_min = FLT_MIN, .float_max = FLT_MAX,
+     .why = "the scale is a positive normal float", .doc = "the loss scale at the first step (2^16)"},
+    {"growth_factor", TF_CFG_KEY_FLOAT, .float_def = 2.0, .float_min = 1.0, .min_open = true, .float_max = FLT_MAX,
+     .why = "a scale that grows by it must grow",
+     .doc = "the scale is multiplied by it after `growth_interval` clean steps in a row"},
+    {"backoff_factor", TF_CFG_KEY_FLOAT, .float_def = 0.5, .float_min = 0.0, .min_open = true, .float_max = 1.0,
+     .max_open = true, .why = "an overflow must shrink the scale and keep it positive",
+     .doc = "the scale is multiplied by it on every overflowing step"},
+    {"growth_interval", TF_CFG_KEY_INT, .int_def = 2000, .int_min = 1, .int_max = INT32_MAX,
+     .doc = "clean steps in a row before the scale grows"},
+    {0},
+};
+TF_PLUGIN_KEYS(keys);
 
-/* Read and range-check every key. GradScaler's own checks are growth_factor
- * > 1 and backoff_factor < 1; the other bounds keep the scale a positive
- * normal float and the interval a count. */
 static tf_status read_settings(tf_section *sec, fp16_settings *s, tf_error *err)
 {
     tf_status st;
-    if ((st = float_key(sec, "init_scale", 65536.0, FLT_MIN, false, FLT_MAX, false,
-                        "the scale is a positive normal float", &s->init_scale, err)))
-        return st;
-    if ((st = float_key(sec, "growth_factor", 2.0, 1.0, true, FLT_MAX, false,
-                        "a scale that grows by it must grow", &s->growth_factor, err)))
-        return st;
-    if ((st = float_key(sec, "backoff_factor", 0.5, 0.0, true, 1.0, true,
-                        "an overflow must shrink the scale and keep it positive", &s->backoff_factor, err)))
-        return st;
-    if ((st = tf_cfg_int(sec, "growth_interval", 2000, 1, INT32_MAX, &s->growth_interval, err))) return st;
+    if ((st = tf_cfg_key_float(sec, keys, "init_scale", &s->init_scale, err))) return st;
+    if ((st = tf_cfg_key_float(sec, keys, "growth_factor", &s->growth_factor, err))) return st;
+    if ((st = tf_cfg_key_float(sec, keys, "backoff_factor", &s->backoff_factor, err))) return st;
+    if ((st = tf_cfg_key_int(sec, keys, "growth_interval", &s->growth_interval, err))) return st;
     return TF_OK;
 }
 

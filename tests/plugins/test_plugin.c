@@ -1,6 +1,6 @@
 /* test_plugin.c — one source, built many times with a different -D each, into
  * the plugins tests/test_registry.c feeds to the loader: one valid plugin and
- * one for every rejection path of DESIGN.md. The model vtable's slots do
+ * one for every rejection path of docs/PLUGINS.md. The model vtable's slots do
  * nothing useful; only the loader looks at them. */
 #include <stddef.h>
 #include <stdint.h>
