@@ -1,10 +1,11 @@
 #!/bin/sh
 # The parallel strategies on the CPU, end to end through `tfcore train`:
-#  - equivalence: dropout off, same seed and global batch, 3 optimizer steps:
+#  - equivalence: same seed and global batch, 3 optimizer steps:
 #    one worker vs dp-master x2 and x4 (threads) vs mpi x2 and x4 (mpirun,
 #    re-executed by tfcore) vs the process launcher x2 (test comm plugin shm)
 #    end with the same parameters within 1e-5 relative; the same again with
-#    gradient accumulation;
+#    gradient accumulation; and again with dropout on (masks by a row's
+#    global position);
 #  - overlap shown by order: a bucket's all-reduce is issued before backward
 #    reaches the first layer (TFCORE_TRACE_COMM events);
 #  - results.json splits communication into total and exposed;
@@ -43,11 +44,13 @@ have_plugin dp-master && have_dp=1
 have_shm=0
 have_plugin shm && have_shm=1
 
-# cfg NAME PER_DEVICE ACCUM [COMM_SECTION] [EXTRA]: bert-tiny without dropout
+# cfg NAME PER_DEVICE ACCUM [COMM_SECTION] [EXTRA]: bert-tiny, without dropout unless
+# DROPOUT says (hidden, attention and classifier dropout probability)
 cfg() {
     cat >"$tmp/$1.cfg" <<CFG
 model = { plugin = "bert"; preset = "bert-tiny"; task = "classification"; num_labels = 2;
-          max_position_embeddings = 64; hidden_dropout_prob = 0.0; attention_probs_dropout_prob = 0.0; };
+          max_position_embeddings = 64; hidden_dropout_prob = ${DROPOUT:-0.0};
+          attention_probs_dropout_prob = ${DROPOUT:-0.0}; };
 data = { plugin = "synthetic"; task = "classification"; num_labels = 2; seq_len = 32;
          num_examples = ${EXAMPLES:-96}; eval_examples = ${EVAL_EXAMPLES:-0}; learnable = true; };
 backend = { plugin = "cpu"; threads = 1; };
@@ -94,6 +97,29 @@ if [ $have_shm = 1 ]; then
     cfg shm2 8 1 "$(shm 2)" && train shm2 && same_params base shm2
     cfg shm2_acc 8 2 "$(shm 2)" && train shm2_acc && same_params base_acc shm2_acc
 else skip=$((skip + 1)); echo "SKIP: test comm plugin shm not built"; fi
+
+# --- 1b. the same with dropout on (hidden, attention, classifier: 0.1) --------
+# Masks follow a row's position in the epoch's global order (model set_rows),
+# so one worker with batch 16 and 2 workers with 8, or 2 micro-batches of 8,
+# draw the same masks for the same rows.
+export DROPOUT=0.1
+cfg dbase 16 1 && train dbase
+cfg dacc 8 2 && train dacc && same_params dbase dacc
+if [ $have_dp = 1 ]; then
+    cfg ddp2 8 1 "$(dp 2)" && train ddp2 && same_params dbase ddp2
+    cfg ddp2_acc 4 2 "$(dp 2)" && train ddp2_acc && same_params dbase ddp2_acc
+fi
+if [ $have_mpi = 1 ]; then
+    cfg dmpi2 8 1 "$(mpi 2)" && train dmpi2 && same_params dbase dmpi2
+    cfg dmpi2_acc 4 2 "$(mpi 2)" && train dmpi2_acc && same_params dbase dmpi2_acc
+fi
+if [ $have_shm = 1 ]; then
+    cfg dshm2 8 1 "$(shm 2)" && train dshm2 && same_params dbase dshm2
+fi
+# and dropout really is on: the run differs from the one without
+if "$diff_tool" "$tmp/base/model.safetensors" "$tmp/dbase/model.safetensors" 1e-5 >/dev/null; then
+    bad "dropout 0.1 trained the same parameters as dropout 0"; else ok; fi
+unset DROPOUT
 
 # --- 2. overlap by order, and comm time total vs exposed ------------------------
 check_overlap() { # NAME: rank 0's trace and results
