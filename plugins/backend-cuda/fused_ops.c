@@ -91,6 +91,10 @@ static tf_status check_attention(tf_error *err, const char *op, const tf_attenti
     if (!(d->dropout >= 0.0f && d->dropout < 1.0f))
         return cuda_fail(err, TF_ERR_RUNTIME, op, "dropout must be in [0, 1), got %g",
                          (double)d->dropout);
+    if (d->dropout > 0.0f && d->seq > TFC_ATT_DROPOUT_MAX_SEQ)
+        return cuda_fail(err, TF_ERR_RUNTIME, op,
+                         "seq %d with dropout: the dropout masks index at most %d positions", d->seq,
+                         TFC_ATT_DROPOUT_MAX_SEQ);
     if ((long long)d->heads * d->head_dim > INT32_MAX / 3)
         return cuda_fail(err, TF_ERR_RUNTIME, op, "heads * head_dim = %lld is too large",
                          (long long)d->heads * d->head_dim);
@@ -112,9 +116,12 @@ size_t cuda_attention_save_bytes(tf_backend *be, const tf_attention_desc *d)
     return tfc_attention_save_bytes(d);
 }
 
-tf_status cuda_attention_fwd(tf_backend *be, tf_stream *s, const tf_attention_desc *d,
-                                    const void *qkv, const int32_t *mask, void *out, void *save,
-                                    bool train, tf_error *err)
+/* Sequence b's dropout mask is global row row_first + b * row_stride
+ * (tfcore/backend.h "Dropout masks"); the 1.0 slots use (0, 1). */
+tf_status cuda_attention_fwd_ex(tf_backend *be, tf_stream *s, const tf_attention_desc *d,
+                                uint64_t row_first, uint64_t row_stride, const void *qkv,
+                                const int32_t *mask, void *out, void *save, bool train,
+                                tf_error *err)
 {
     const char *op = "attention_fwd";
     tf_stream *st;
@@ -125,14 +132,24 @@ tf_status cuda_attention_fwd(tf_backend *be, tf_stream *s, const tf_attention_de
     if (train && !save)
         return cuda_fail(err, TF_ERR_RUNTIME, op,
                          "save is NULL in training (backward needs attention_save_bytes of it)");
-    return cuda_launched(err, op, tfc_attention_fwd(st->s, d, qkv, mask, out, save, train),
-                    "batch %d, seq %d, heads %d, head_dim %d, %s%s", d->batch, d->seq, d->heads,
-                    d->head_dim, tf_dtype_name(d->dtype), train ? ", train" : "");
+    return cuda_launched(err, op,
+                         tfc_attention_fwd(st->s, d, row_first, row_stride, qkv, mask, out, save, train),
+                         "batch %d, seq %d, heads %d, head_dim %d, %s%s", d->batch, d->seq, d->heads,
+                         d->head_dim, tf_dtype_name(d->dtype), train ? ", train" : "");
 }
 
-tf_status cuda_attention_bwd(tf_backend *be, tf_stream *s, const tf_attention_desc *d,
-                                    const void *qkv, const int32_t *mask, const void *out,
-                                    const void *save, const void *dout, void *dqkv, tf_error *err)
+tf_status cuda_attention_fwd(tf_backend *be, tf_stream *s, const tf_attention_desc *d,
+                             const void *qkv, const int32_t *mask, void *out, void *save,
+                             bool train, tf_error *err)
+{
+    return cuda_attention_fwd_ex(be, s, d, 0, 1, qkv, mask, out, save, train, err);
+}
+
+/* The backward recomputes the forward's keep bits: it must get its rows. */
+tf_status cuda_attention_bwd_ex(tf_backend *be, tf_stream *s, const tf_attention_desc *d,
+                                uint64_t row_first, uint64_t row_stride, const void *qkv,
+                                const int32_t *mask, const void *out, const void *save,
+                                const void *dout, void *dqkv, tf_error *err)
 {
     const char *op = "attention_bwd";
     tf_stream *st;
@@ -145,9 +162,18 @@ tf_status cuda_attention_bwd(tf_backend *be, tf_stream *s, const tf_attention_de
         return rc;
     if ((rc = cuda_workspace(be, st, tfc_attention_bwd_workspace_bytes(d), op, &ws, err)))
         return rc;
-    return cuda_launched(err, op, tfc_attention_bwd(st->s, d, qkv, mask, out, save, dout, dqkv, ws),
-                    "batch %d, seq %d, heads %d, head_dim %d, %s", d->batch, d->seq, d->heads,
-                    d->head_dim, tf_dtype_name(d->dtype));
+    return cuda_launched(err, op,
+                         tfc_attention_bwd(st->s, d, row_first, row_stride, qkv, mask, out, save, dout,
+                                           dqkv, ws),
+                         "batch %d, seq %d, heads %d, head_dim %d, %s", d->batch, d->seq, d->heads,
+                         d->head_dim, tf_dtype_name(d->dtype));
+}
+
+tf_status cuda_attention_bwd(tf_backend *be, tf_stream *s, const tf_attention_desc *d,
+                             const void *qkv, const int32_t *mask, const void *out,
+                             const void *save, const void *dout, void *dqkv, tf_error *err)
+{
+    return cuda_attention_bwd_ex(be, s, d, 0, 1, qkv, mask, out, save, dout, dqkv, err);
 }
 
 /* --- cross-entropy ------------------------------------------------------------ */
