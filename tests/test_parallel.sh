@@ -12,6 +12,9 @@
 #  - a world size that does not divide the data trains, and evaluates every
 #    eval row exactly once (metrics equal to one worker's);
 #  - a run resumed from a checkpoint ends bit-identical to the uninterrupted one;
+#    resumed on another world size or strategy (2 -> 1, 2 -> mpi x4,
+#    dp-master -> mpi), dropout on, it ends within 1e-5 of it; another global
+#    batch is refused;
 #  - a killed worker ends the job within 30 s, non-zero, naming the rank and
 #    the signal; no worker is left running.
 set -u
@@ -186,6 +189,49 @@ for p in mpi dp; do
         bad "$p: resuming from checkpoint-2 did not end where the uninterrupted run did: ${out:-}"
         tail -n 5 "$tmp/resumed_$p.out"; fi
 done
+
+# --- 4b. resume on another world size or strategy, dropout on -------------------
+# A checkpoint of 2 workers (global batch 16) resumes on 1 worker with 16, on
+# mpi x4 with 4, and a dp-master one on mpi x2: the sample order continues in
+# global terms and the masks follow the samples, so every resumed run ends
+# where the uninterrupted 2-worker run did (within 1e-5). Another global
+# batch is refused in one line.
+resume_on() { # WRITER NAME PER_DEVICE [COMM]: resume WRITER's checkpoint-2 as NAME
+    STEPS=4 DROPOUT=0.1 cfg "$2" "$3" 1 "${4:-}"
+    if "$tfcore" -c "$tmp/$2.cfg" -o training.resume_from_checkpoint="\"$tmp/$1/checkpoint-2\"" \
+        >"$tmp/$2.out" 2>&1; then ok; else bad "$2: tfcore exited $?"; tail -n 5 "$tmp/$2.out"; return 1; fi
+    same_params "$1" "$2"
+}
+shape_writer() { # NAME COMM_SECTION: 4 steps, a checkpoint every 2, dropout on
+    STEPS=4 DROPOUT=0.1 cfg "$1" 8 1 "$2"
+    sed -i 's/save_strategy = "no";/save_strategy = "steps"; save_steps = 2;/' "$tmp/$1.cfg"
+    train "$1"
+}
+if [ $have_mpi = 1 ] && shape_writer shape_mpi2 "$(mpi 2)"; then
+    resume_on shape_mpi2 shape_on1 16
+    grep -q "resuming a checkpoint of 2 workers x 8 rows x 1 accumulation on 1 x 16 x 1" "$tmp/shape_on1.out" &&
+        ok || bad "shape_on1: no line saying the checkpoint's shape and this run's"
+    resume_on shape_mpi2 shape_on_mpi4 4 "$(mpi 4)"
+    # another global batch cannot continue the order: refused, exit 3, one line
+    STEPS=4 DROPOUT=0.1 cfg shape_bad 8 1
+    "$tfcore" -c "$tmp/shape_bad.cfg" -o training.resume_from_checkpoint="\"$tmp/shape_mpi2/checkpoint-2\"" \
+        >"$tmp/shape_bad.out" 2>&1
+    rc=$?
+    if [ $rc -eq 3 ] && grep -q "global batch is 16 (world size 2 x per_device_train_batch_size 8 x gradient_accumulation_steps 1), this run's is 8 (1 x 8 x 1): resuming exactly needs the same global batch" "$tmp/shape_bad.out"; then
+        ok; else bad "a different global batch: exit $rc"; tail -n 3 "$tmp/shape_bad.out"; fi
+    # 95 rows pad to 96 an epoch on 2 workers, to 95 on one: refused too
+    if EXAMPLES=95 shape_writer shape_pad "$(mpi 2)"; then
+        EXAMPLES=95 STEPS=4 DROPOUT=0.1 cfg shape_pad_on1 16 1
+        "$tfcore" -c "$tmp/shape_pad_on1.cfg" -o training.resume_from_checkpoint="\"$tmp/shape_pad/checkpoint-2\"" \
+            >"$tmp/shape_pad_on1.out" 2>&1
+        rc=$?
+        if [ $rc -eq 3 ] && grep -q "95 training rows pad to 96 samples an epoch on the checkpoint's 2 workers and to 95 on this run's sampler" "$tmp/shape_pad_on1.out"; then
+            ok; else bad "an epoch padded differently: exit $rc"; tail -n 3 "$tmp/shape_pad_on1.out"; fi
+    fi
+fi
+if [ $have_mpi = 1 ] && [ $have_dp = 1 ] && shape_writer shape_dp2 "$(dp 2)"; then
+    resume_on shape_dp2 shape_dp_on_mpi2 8 "$(mpi 2)"
+fi
 
 # --- 5. a killed worker ends the job ---------------------------------------------
 # kill_test NAME PATTERN: start a long run, SIGKILL the rank-1 worker once

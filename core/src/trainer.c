@@ -525,6 +525,8 @@ static tf_status run_loop(tf_trainer *t, tf_error *err)
     tf_training_plan sp;
     if ((st = tf_training_plan_compute(a, (long long)rows, t->world, &sp, err))) goto out;
     t->steps = sp;
+    t->train_rows = rows;
+    t->epoch_samples = s.padded;
     /* the ranks agree on what they run before their first collective of it */
     if ((st = tf_preflight_check(t, rows, err))) goto out;
     tf_lr_schedule lrs = {a->lr_scheduler_type, a->learning_rate, sp.warmup_steps, sp.max_steps};
