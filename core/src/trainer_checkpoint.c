@@ -292,7 +292,11 @@ static tf_status check_data_order(const tf_trainer *t, const char *path, json_t 
     if (json_unpack_ex(d, &je, 0, "{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "train_rows", &rows, "epoch_samples",
                        &samples, "total_train_batch_size", &global, "steps_per_epoch", &spe, "world_size", &world,
                        "per_device_train_batch_size", &per_device, "gradient_accumulation_steps", &accum) != 0)
-        return tf_error_set(err, TF_ERR_DATA, "%s: data_order: %s", path, je.text);
+        return tf_error_set(err, TF_ERR_DATA,
+                            "%s: data_order must hold the integers train_rows, epoch_samples, "
+                            "total_train_batch_size, steps_per_epoch, world_size, per_device_train_batch_size "
+                            "and gradient_accumulation_steps (%s)",
+                            path, je.text);
     const tf_training_args *a = t->args;
     if (rows != (json_int_t)t->train_rows)
         return tf_error_set(err, TF_ERR_DATA,
