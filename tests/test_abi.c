@@ -104,6 +104,18 @@ _Static_assert(offsetof(tf_dataset_source, size) == 0 && offsetof(tf_dataset_sou
                    offsetof(tf_dataset_source, sha256) == 16 && sizeof(tf_dataset_source) == 32,
                "tf_dataset_source");
 _Static_assert(TF_ADAMW_TORCH == 0 && TF_ADAMW_HF == 1, "tf_adamw_rule values");
+/* ABI 1.3 */
+SLOT_AT(tf_backend_vtable, dropout_fwd_ex, 45);
+SLOT_AT(tf_backend_vtable, attention_fwd_ex, 46);
+SLOT_AT(tf_backend_vtable, attention_bwd_ex, 47);
+_Static_assert(offsetof(tf_dropout_desc, size) == 0 && offsetof(tf_dropout_desc, x) == 8 &&
+                   offsetof(tf_dropout_desc, y) == 16 && offsetof(tf_dropout_desc, keep) == 24 &&
+                   offsetof(tf_dropout_desc, rows) == 32 && offsetof(tf_dropout_desc, row_elems) == 40 &&
+                   offsetof(tf_dropout_desc, p) == 48 && offsetof(tf_dropout_desc, dt) == 52 &&
+                   offsetof(tf_dropout_desc, seed) == 56 && offsetof(tf_dropout_desc, offset) == 64 &&
+                   offsetof(tf_dropout_desc, row_first) == 72 && offsetof(tf_dropout_desc, row_stride) == 80 &&
+                   sizeof(tf_dropout_desc) == 88,
+               "tf_dropout_desc at ABI 1.3");
 
 SLOT_AT(tf_model_vtable, check_config, 0);
 SLOT_AT(tf_model_vtable, create, 1);
@@ -118,6 +130,7 @@ SLOT_AT(tf_model_vtable, save, 9);
 SLOT_AT(tf_model_vtable, reserve, 10);
 SLOT_AT(tf_model_vtable, set_step, 11);
 SLOT_AT(tf_model_vtable, read_loss, 12); /* 1.2 */
+SLOT_AT(tf_model_vtable, set_rows, 13);  /* 1.3 */
 _Static_assert(offsetof(tf_model_create_args, max_seq) == 52, "tf_model_create_args.max_seq");
 /* ABI 1.2 appended defer_loss and label_smoothing_factor; a model reads them
  * only when the args' size covers them */

@@ -1096,9 +1096,14 @@ START_TEST(test_attention_dropout)
     ck_assert_int_eq(memcmp(save, save1, np * 5), 0);
     const float *P = save;
     const uint8_t *keep = (const uint8_t *)(P + np);
-    /* the mask is Philox element ((b*heads + h)*S + i)*S + j of (seed, offset) */
+    /* the mask of (b, h, i, j) is element (h * 2^16 + i) * 2^16 + j of stream
+     * (seed, offset + b): global row b, tfcore/backend.h "Dropout masks" */
     uint8_t *want_keep = malloc(np);
-    cpu_dropout_mask(42, 7, 0, np, 0.25f, want_keep);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < nh; h++)
+            for (int i = 0; i < S; i++)
+                cpu_dropout_mask(42, 7 + (uint64_t)b, (((uint64_t)h << 16) + (uint64_t)i) << 16, (size_t)S,
+                                 0.25f, want_keep + (((size_t)b * nh + h) * S + i) * S);
     ck_assert_int_eq(memcmp(keep, want_keep, np), 0);
     size_t kept = 0;
     for (size_t i = 0; i < np; i++) kept += keep[i];
@@ -1392,6 +1397,122 @@ START_TEST(test_dropout)
     ASSERT_ERR(vt->dropout_fwd(be, NULL, x, y, keep, n, 0.1f, 7, 99, TF_DTYPE_F16, &err),
                TF_ERR_PLUGIN, "F16");
     free(x), free(y), free(y1), free(dx), free(keep), free(keep1), free(part);
+}
+END_TEST
+
+/* ABI 1.3: dropout by global row. Row b of a call is global row
+ * row_first + b * row_stride, so a batch split into calls (strided rows, as
+ * DDP ranks take them, or contiguous ones, as DataParallel's chunks) draws
+ * the masks of the whole batch. */
+START_TEST(test_dropout_rows)
+{
+    size_t rows = 6, R = 1001, n = rows * R; /* R % 4 != 0: counters straddle rows */
+    float *x = falloc(n), *y = falloc(n), *y1 = falloc(n);
+    uint8_t *keep = malloc(n), *keep1 = malloc(n), *want = malloc(R);
+    fill(x, n, -1, 1);
+    float p = 0.3f;
+    tf_dropout_desc d = {.size = sizeof d, .x = x, .y = y, .keep = keep, .rows = rows, .row_elems = R,
+                         .p = p, .dt = TF_DTYPE_F32, .seed = 5, .offset = 3ull << 32, .row_first = 10,
+                         .row_stride = 1};
+    ck_assert_int_eq(vt->dropout_fwd_ex(be, NULL, &d, &err), TF_OK);
+    for (size_t b = 0; b < rows; b++) { /* the contract's formula, row by row */
+        cpu_dropout_mask(5, (3ull << 32) + 10 + b, 0, R, p, want);
+        ck_assert_int_eq(memcmp(keep + b * R, want, R), 0);
+        for (size_t j = 0; j < R; j++)
+            ck_assert(y[b * R + j] == x[b * R + j] * (want[j] ? 1.0f / (1.0f - p) : 0.0f));
+    }
+    /* one thread draws the same */
+    tf_dropout_desc d1 = d;
+    d1.y = y1, d1.keep = keep1;
+    ck_assert_int_eq(vt->dropout_fwd_ex(be1, NULL, &d1, &err), TF_OK);
+    ck_assert_int_eq(memcmp(keep, keep1, n), 0);
+    /* rank r of 2 takes rows r, r+2, r+4 (first 10 + r, stride 2) */
+    for (int r = 0; r < 2; r++) {
+        float xs[3 * 1001], ys[3 * 1001];
+        uint8_t ks[3 * 1001];
+        for (size_t k = 0; k < 3; k++) memcpy(xs + k * R, x + (2 * k + r) * R, R * sizeof *x);
+        tf_dropout_desc dr = {.size = sizeof dr, .x = xs, .y = ys, .keep = ks, .rows = 3, .row_elems = R,
+                              .p = p, .dt = TF_DTYPE_F32, .seed = 5, .offset = 3ull << 32,
+                              .row_first = 10 + (uint64_t)r, .row_stride = 2};
+        ck_assert_int_eq(vt->dropout_fwd_ex(be, NULL, &dr, &err), TF_OK);
+        for (size_t k = 0; k < 3; k++) {
+            ck_assert_int_eq(memcmp(ks + k * R, keep + (2 * k + r) * R, R), 0);
+            ck_assert_int_eq(memcmp(ys + k * R, y + (2 * k + r) * R, R * sizeof *y), 0);
+        }
+    }
+    /* the 1.0 slot is one row, global row 0 */
+    ck_assert_int_eq(vt->dropout_fwd(be, NULL, x, y1, keep1, R, p, 5, 3ull << 32, TF_DTYPE_F32, &err), TF_OK);
+    cpu_dropout_mask(5, 3ull << 32, 0, R, p, want);
+    ck_assert_int_eq(memcmp(keep1, want, R), 0);
+    /* another epoch (offset), another mask; in place */
+    d1.offset = 4ull << 32;
+    ck_assert_int_eq(vt->dropout_fwd_ex(be, NULL, &d1, &err), TF_OK);
+    ck_assert_int_ne(memcmp(keep, keep1, n), 0);
+    memcpy(y1, x, n * sizeof *x);
+    d1 = d, d1.x = y1, d1.y = y1, d1.keep = keep1;
+    ck_assert_int_eq(vt->dropout_fwd_ex(be, NULL, &d1, &err), TF_OK);
+    ck_assert_int_eq(memcmp(y, y1, n * sizeof *y), 0);
+    /* a descriptor older than the backend's, and bad arguments */
+    d1 = d, d1.size = 8;
+    ASSERT_ERR(vt->dropout_fwd_ex(be, NULL, &d1, &err), TF_ERR_PLUGIN, "older than this backend");
+    d1 = d, d1.p = 1.5f;
+    ASSERT_ERR(vt->dropout_fwd_ex(be, NULL, &d1, &err), TF_ERR_RUNTIME, "p must be in [0, 1]");
+    d1 = d, d1.keep = NULL;
+    ASSERT_ERR(vt->dropout_fwd_ex(be, NULL, &d1, &err), TF_ERR_RUNTIME, "keep");
+    d1 = d, d1.rows = 0;
+    ck_assert_int_eq(vt->dropout_fwd_ex(be, NULL, &d1, &err), TF_OK);
+    free(x), free(y), free(y1), free(keep), free(keep1), free(want);
+}
+END_TEST
+
+/* ABI 1.3: attention's mask by global row, and independent of the padded
+ * length: a sequence alone at global row 7 draws what it draws as row 1 of a
+ * batch starting at row 6, and the same keys at seq 40 as at seq 64. */
+START_TEST(test_attention_rows)
+{
+    int B = 2, S = 64, nh = 2, hd = 8, H = nh * hd, S2 = 40;
+    size_t nq = (size_t)B * S * 3 * H, no = (size_t)B * S * H, np = (size_t)B * nh * S * S;
+    float *qkv = falloc(nq), *out = falloc(no), *out1 = falloc(no);
+    fill(qkv, nq, -1, 1);
+    tf_attention_desc d = {B, S, nh, hd, 0.35f, 0.25f, 42, 9ull << 32, TF_DTYPE_F32, TF_MATMUL_FP32};
+    void *save = alloc_save(be, &d);
+    ck_assert_int_eq(vt->attention_fwd_ex(be, NULL, &d, 6, 1, qkv, NULL, out, save, true, &err), TF_OK);
+    const uint8_t *keep = (const uint8_t *)((const float *)save + np);
+    tf_attention_desc d1 = d;
+    d1.batch = 1;
+    void *save1 = alloc_save(be, &d1);
+    size_t np1 = (size_t)nh * S * S;
+    /* sequence 1 alone (its qkv rows), as global row 7 */
+    ck_assert_int_eq(vt->attention_fwd_ex(be, NULL, &d1, 7, 5, qkv + (size_t)S * 3 * H, NULL, out1, save1, true,
+                                          &err),
+                     TF_OK);
+    ck_assert_int_eq(memcmp((const uint8_t *)((const float *)save1 + np1), keep + np1, np1), 0);
+    ck_assert_int_eq(memcmp(out1, out + (size_t)S * H, (size_t)S * H * sizeof *out), 0);
+    /* the backward of either agrees with the saved masks (backend-cpu ignores the rows) */
+    float *dout = falloc(no), *dq = falloc(nq), *dq1 = falloc(nq);
+    fill(dout, no, -1, 1);
+    ck_assert_int_eq(vt->attention_bwd_ex(be, NULL, &d, 6, 1, qkv, NULL, out, save, dout, dq, &err), TF_OK);
+    ck_assert_int_eq(vt->attention_bwd(be, NULL, &d, qkv, NULL, out, save, dout, dq1, &err), TF_OK);
+    ck_assert_int_eq(memcmp(dq, dq1, nq * sizeof *dq), 0);
+    /* seq 40: query i, key j < 40 keep what they kept at seq 64 */
+    tf_attention_desc d2 = d1;
+    d2.seq = S2;
+    void *save2 = alloc_save(be, &d2);
+    size_t np2 = (size_t)nh * S2 * S2;
+    float *qkv2 = falloc((size_t)S2 * 3 * H);
+    memcpy(qkv2, qkv, (size_t)S2 * 3 * H * sizeof *qkv2);
+    ck_assert_int_eq(vt->attention_fwd_ex(be, NULL, &d2, 6, 1, qkv2, NULL, out1, save2, true, &err), TF_OK);
+    const uint8_t *keep2 = (const uint8_t *)((const float *)save2 + np2);
+    for (int h = 0; h < nh; h++)
+        for (int i = 0; i < S2; i++)
+            ck_assert_int_eq(memcmp(keep2 + ((size_t)h * S2 + i) * S2, keep + ((size_t)h * S + i) * S, (size_t)S2), 0);
+    /* a row past what the mask indexes */
+    tf_attention_desc d3 = d1;
+    d3.seq = 65537;
+    ASSERT_ERR(vt->attention_fwd_ex(be, NULL, &d3, 0, 1, qkv, NULL, out1, save1, true, &err), TF_ERR_RUNTIME,
+               "the dropout masks index at most 65536 positions");
+    free(qkv), free(out), free(out1), free(dout), free(dq), free(dq1), free(qkv2);
+    vt->free(be, save, TF_MEM_DEVICE), vt->free(be, save1, TF_MEM_DEVICE), vt->free(be, save2, TF_MEM_DEVICE);
 }
 END_TEST
 
@@ -1856,6 +1977,8 @@ static Suite *backend_cpu_suite(void)
         {"gelu_tanh", test_gelu_tanh_ops},
         {"philox", test_philox_known_answers},
         {"dropout", test_dropout},
+        {"dropout_rows", test_dropout_rows},
+        {"attention_rows", test_attention_rows},
         {"add_scale_cast", test_add_scale_cast},
         {"embedding", test_embedding},
         {"cross_entropy", test_cross_entropy},

@@ -843,6 +843,55 @@ START_TEST(test_gelu_tanh)
 }
 END_TEST
 
+/* ABI 1.3: dropout by global row, the same bits as backend-cpu for rows
+ * whose length is not a multiple of 4 (counters restart at each row). */
+START_TEST(test_dropout_rows)
+{
+    static const size_t row_lens[] = {1, 5, 1001};
+    static const size_t row_counts[] = {1, 3, 7};
+    for (size_t di = 0; di < NACT; di++) {
+        tf_dtype dt = ACT[di];
+        if (!dt_ok(dt)) continue;
+        for (size_t li = 0; li < 3; li++)
+            for (size_t ci = 0; ci < 3; ci++) {
+                size_t R = row_lens[li], rows = row_counts[ci], n = R * rows;
+                float *x = fnew(n), *want = fnew(n), *got = fnew(n);
+                uint8_t *keep = malloc(n), *gkeep = malloc(n);
+                ck_assert_ptr_nonnull(keep);
+                ck_assert_ptr_nonnull(gkeep);
+                fill(x, n, -2, 2);
+                void *dx = gput_dt(x, n, dt), *dy = galloc(n * esize(dt));
+                uint8_t *dk = galloc(n);
+                tf_dropout_desc d = {.size = sizeof d, .x = dx, .y = dy, .keep = dk, .rows = rows,
+                                     .row_elems = R, .p = 0.3f, .dt = dt, .seed = rnd64(),
+                                     .offset = (uint64_t)(ci + 1) << 32, .row_first = rnd64() >> 40,
+                                     .row_stride = 1 + li};
+                G_OK(gv->dropout_fwd_ex(gb, NULL, &d, &err));
+                tf_dropout_desc c = d;
+                c.x = x, c.y = want, c.keep = keep, c.dt = TF_DTYPE_F32;
+                G_OK(cv->dropout_fwd_ex(cb, NULL, &c, &err));
+                gget(gkeep, dk, n);
+                ck_assert_msg(memcmp(gkeep, keep, n) == 0, "dropout mask %s rows %zu x %zu differs",
+                              tf_dtype_name(dt), rows, R);
+                gget_dt(got, dy, n, dt);
+                ASSERT_CLOSE(got, want, n, tol_of(dt, TF_MATMUL_FP32), "dropout_fwd_ex %s %zu x %zu",
+                             tf_dtype_name(dt), rows, R);
+                gfree(dx);
+                gfree(dy);
+                gfree(dk);
+                free(x);
+                free(want);
+                free(got);
+                free(keep);
+                free(gkeep);
+            }
+    }
+    tf_dropout_desc old = {.size = 8};
+    ck_assert_int_eq(gv->dropout_fwd_ex(gb, NULL, &old, &err), TF_ERR_PLUGIN);
+    ck_assert_ptr_nonnull(strstr(err.msg, "older than this backend"));
+}
+END_TEST
+
 START_TEST(test_dropout)
 {
     static const size_t sizes[] = {1, 2, 3, 4, 5, 7, 1000003};
@@ -1218,6 +1267,7 @@ static Suite *cuda_suite(void)
     tcase_add_test(tc, test_finite_check);
     tcase_add_test(tc, test_gelu_tanh);
     tcase_add_test(tc, test_dropout);
+    tcase_add_test(tc, test_dropout_rows);
     tcase_add_test(tc, test_add_scale);
     tcase_add_test(tc, test_cast);
     tcase_add_test(tc, test_embedding_fwd);

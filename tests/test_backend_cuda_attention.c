@@ -299,7 +299,8 @@ typedef struct att_result {
 /* Forward (and backward when c->train) on the GPU in (dt, mode) from the
  * quantized inputs; bit-level copies of out and dqkv in f32. */
 static att_result att_gpu(const combo *k, const att_case *c, const float *qkv, const int32_t *mask,
-                          const float *dout, uint64_t seed, uint64_t offset, size_t shift)
+                          const float *dout, uint64_t seed, uint64_t offset, uint64_t row_first,
+                          uint64_t row_stride, size_t shift)
 {
     size_t H = (size_t)c->heads * c->D, nq = (size_t)c->B * c->S * 3 * H,
            no = (size_t)c->B * c->S * H;
@@ -317,9 +318,11 @@ static att_result att_gpu(const combo *k, const att_case *c, const float *qkv, c
     void *save = c->train ? galloc(save_bytes) : NULL;
     /* dqkv starts as garbage: the backward must overwrite all of it */
     ck_assert_int_eq(gv->memset(gb, gdq.p, 0x7f, nq * esize(k->dt), NULL), TF_OK);
-    OK(gv->attention_fwd(gb, NULL, &d, gq.p, gm, go.p, save, c->train, &err));
+    OK(gv->attention_fwd_ex(gb, NULL, &d, row_first, row_stride, gq.p, gm, go.p, save, c->train, &err));
     att_result r = {fnew(no), fnew(nq)};
-    if (c->train) OK(gv->attention_bwd(gb, NULL, &d, gq.p, gm, go.p, save, gd.p, gdq.p, &err));
+    if (c->train)
+        OK(gv->attention_bwd_ex(gb, NULL, &d, row_first, row_stride, gq.p, gm, go.p, save, gd.p, gdq.p,
+                                &err));
     gsync();
     gget_dt(r.out, go.p, no, k->dt);
     if (c->train) gget_dt(r.dqkv, gdq.p, nq, k->dt);
@@ -483,13 +486,15 @@ static void att_check(const combo *k, const att_case *c, size_t shift)
     fill(dout, no, -1.0f, 1.0f, k->dt);
     int32_t *mask = c->mask_mode ? make_mask(c->B, c->S, c->mask_mode) : NULL;
     uint64_t seed = next64(), offset = next64() >> 20;
+    /* sequence b is global row first + b * stride (ABI 1.3; the 1.0 slots are (0, 1)) */
+    uint64_t row_first = next64() >> 40, row_stride = 1 + (uint64_t)irand(3);
     tf_attention_desc d = {c->B, c->S, c->heads, c->D, 1.0f / sqrtf((float)c->D), c->p,
                            seed, offset, TF_DTYPE_F32, TF_MATMUL_FP32};
     void *save = malloc(cv->attention_save_bytes(cb, &d));
     ck_assert_ptr_nonnull(save);
-    OK(cv->attention_fwd(cb, NULL, &d, qkv, mask, out, save, c->train, &err));
+    OK(cv->attention_fwd_ex(cb, NULL, &d, row_first, row_stride, qkv, mask, out, save, c->train, &err));
     if (c->train) OK(cv->attention_bwd(cb, NULL, &d, qkv, mask, out, save, dout, dqkv, &err));
-    att_result g = att_gpu(k, c, qkv, mask, dout, seed, offset, shift);
+    att_result g = att_gpu(k, c, qkv, mask, dout, seed, offset, row_first, row_stride, shift);
     char what[200];
     snprintf(what, sizeof what, "%s B %d S %d heads %d D %d mask %d p %.2f%s shift %zu", k->name,
              c->B, c->S, c->heads, c->D, c->mask_mode, (double)c->p, c->train ? " train" : "",
@@ -620,14 +625,14 @@ START_TEST(test_attention_deterministic)
         fill(qkv, nq, -2.0f, 2.0f, k->dt);
         fill(dout, no, -1.0f, 1.0f, k->dt);
         int32_t *mask = make_mask(c.B, c.S, c.mask_mode);
-        att_result r1 = att_gpu(k, &c, qkv, mask, dout, 99, 5, 0);
-        att_result r2 = att_gpu(k, &c, qkv, mask, dout, 99, 5, 0);
+        att_result r1 = att_gpu(k, &c, qkv, mask, dout, 99, 5, 0, 1, 0);
+        att_result r2 = att_gpu(k, &c, qkv, mask, dout, 99, 5, 0, 1, 0);
         ck_assert_msg(memcmp(r1.out, r2.out, no * sizeof(float)) == 0,
                       "%s: attention out differs between two runs", k->name);
         ck_assert_msg(memcmp(r1.dqkv, r2.dqkv, nq * sizeof(float)) == 0,
                       "%s: attention dqkv differs between two runs", k->name);
         /* another offset draws another mask */
-        att_result r3 = att_gpu(k, &c, qkv, mask, dout, 99, 6, 0);
+        att_result r3 = att_gpu(k, &c, qkv, mask, dout, 99, 6, 0, 1, 0);
         ck_assert_msg(memcmp(r1.out, r3.out, no * sizeof(float)) != 0,
                       "%s: offset 5 and 6 gave the same dropout", k->name);
         att_free(&r1);

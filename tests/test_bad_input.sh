@@ -126,6 +126,24 @@ ln -s ../fifo "$tmp/ck/trainer_state.json"
 expect 5 "ck/trainer_state.json: not a regular file \(fifo\)" "$tfcore" -c "$tmp/tiny.cfg" \
     -o training.output_dir="$tmp/r2" -o training.resume_from_checkpoint="$tmp/ck" -o training.max_steps=3
 rm "$tmp/ck/trainer_state.json"
+# the checkpoint's data_order (resume on another world size): malformed, or other training data
+python3 - "$tmp/run/checkpoint-2/trainer_state.json" "$tmp/ck/trainer_state.json" '"x"' <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+s["data_order"]["train_rows"] = json.loads(sys.argv[3])
+json.dump(s, open(sys.argv[2], "w"))
+PY
+expect 5 "ck/trainer_state.json: data_order must hold the integers train_rows, .*\(Expected integer, got string\)" "$tfcore" -c "$tmp/tiny.cfg" \
+    -o training.output_dir="$tmp/r2" -o training.resume_from_checkpoint="$tmp/ck" -o training.max_steps=3
+python3 - "$tmp/run/checkpoint-2/trainer_state.json" "$tmp/ck/trainer_state.json" 12345 <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+s["data_order"]["train_rows"] = json.loads(sys.argv[3])
+json.dump(s, open(sys.argv[2], "w"))
+PY
+expect 5 "ck/trainer_state.json: the checkpoint was trained on 12345 training rows, this run has [0-9]+: it can only resume on the same training data" \
+    "$tfcore" -c "$tmp/tiny.cfg" -o training.output_dir="$tmp/r2" -o training.resume_from_checkpoint="$tmp/ck" \
+    -o training.max_steps=3
 cp "$tmp/run/checkpoint-2/trainer_state.json" "$tmp/ck/"
 rm "$tmp/ck/model.safetensors"
 ln -s ../fifo "$tmp/ck/model.safetensors"

@@ -1245,6 +1245,72 @@ START_TEST(dropout_streams)
 }
 END_TEST
 
+/* set_rows (ABI 1.3): a row's dropout masks follow its global position, so
+ * a batch of 4 rows (positions 8..11 of epoch 2) and the two strided halves
+ * a rank of 2 takes (positions 8, 10 and 9, 11) give the same logits per
+ * row; set_step draws by batch instead, and another epoch draws anew. */
+static void take_rows(const test_batch *from, int seq, const int *rows, int n, test_batch *to)
+{
+    make_batch(to, n, seq, true);
+    for (int k = 0; k < n; k++) {
+        int r = rows[k];
+        memcpy(to->ids + k * seq, from->ids + r * seq, (size_t)seq * sizeof(int32_t));
+        memcpy(to->types + k * seq, from->types + r * seq, (size_t)seq * sizeof(int32_t));
+        memcpy(to->mask + k * seq, from->mask + r * seq, (size_t)seq * sizeof(int32_t));
+        to->labels[k] = from->labels[r];
+    }
+}
+
+START_TEST(dropout_by_row)
+{
+    if (!bk) return;
+    const char *text = "model = { preset = \"bert-tiny\"; vocab_size = 11; hidden_size = 8;"
+                       " num_hidden_layers = 2; num_attention_heads = 2; intermediate_size = 16;"
+                       " max_position_embeddings = 8; hidden_dropout_prob = 0.3;"
+                       " attention_probs_dropout_prob = 0.3; num_labels = 3; };";
+    const int S = 6, L = 3;
+    fixture f;
+    create_ok(text, 4, S, 9, &f);
+    test_batch full, half;
+    make_batch(&full, 4, S, true);
+    tf_model_output o;
+    tf_error err = {0};
+    float want[4 * 3], got[4 * 3], other[4 * 3];
+    mv->set_rows(f.m, 2, 8, 1);
+    ck_assert_msg(mv->forward(f.m, &full.b, true, &o, &err) == TF_OK, "%s", err.msg);
+    memcpy(want, o.logits, sizeof want);
+    for (int r = 0; r < 2; r++) {
+        int rows[2] = {r, r + 2};
+        take_rows(&full, S, rows, 2, &half);
+        mv->set_rows(f.m, 2, 8 + (uint64_t)r, 2);
+        ck_assert_msg(mv->forward(f.m, &half.b, true, &o, &err) == TF_OK, "%s", err.msg);
+        memcpy(got + 2 * r * L, o.logits, 2 * L * sizeof *got);
+    }
+    for (int r = 0; r < 2; r++)
+        for (int k = 0; k < 2; k++)
+            for (int j = 0; j < L; j++) {
+                float a = got[(2 * r + k) * L + j], b = want[(r + 2 * k) * L + j];
+                ck_assert_msg(fabsf(a - b) <= 1e-5f * (1 + fabsf(b)), "row %d: %g vs %g", r + 2 * k, a, b);
+            }
+    /* the same positions by batch (set_step) draw other masks */
+    int rows[2] = {1, 3};
+    take_rows(&full, S, rows, 2, &half);
+    mv->set_step(f.m, 0);
+    ck_assert_int_eq(mv->forward(f.m, &half.b, true, &o, &err), TF_OK);
+    memcpy(other, o.logits, 2 * L * sizeof *other);
+    bool differs = false;
+    for (int j = 0; j < 2 * L; j++) differs |= other[j] != got[2 * L + j];
+    ck_assert_msg(differs, "set_step drew the masks of set_rows");
+    /* another epoch, other masks */
+    mv->set_rows(f.m, 3, 8, 1);
+    ck_assert_int_eq(mv->forward(f.m, &full.b, true, &o, &err), TF_OK);
+    differs = false;
+    for (int j = 0; j < 4 * L; j++) differs |= ((const float *)o.logits)[j] != want[j];
+    ck_assert_msg(differs, "epoch 3 drew epoch 2's masks");
+    fixture_free(&f);
+}
+END_TEST
+
 /* ---- save ------------------------------------------------------------------------------ */
 
 START_TEST(save_and_reload)
@@ -1426,6 +1492,7 @@ static Suite *suite(void)
     tcase_add_test(m, deferred_loss);
     tcase_add_test(m, qa_position_clamping);
     tcase_add_test(m, dropout_streams);
+    tcase_add_test(m, dropout_by_row);
     tcase_add_test(m, save_and_reload);
     tcase_add_test(m, save_tokenizer_and_labels);
     tcase_add_test(m, bad_tokenizer_config);

@@ -1,16 +1,20 @@
 #!/bin/sh
 # The parallel strategies on the CPU, end to end through `tfcore train`:
-#  - equivalence: dropout off, same seed and global batch, 3 optimizer steps:
+#  - equivalence: same seed and global batch, 3 optimizer steps:
 #    one worker vs dp-master x2 and x4 (threads) vs mpi x2 and x4 (mpirun,
 #    re-executed by tfcore) vs the process launcher x2 (test comm plugin shm)
 #    end with the same parameters within 1e-5 relative; the same again with
-#    gradient accumulation;
+#    gradient accumulation; and again with dropout on (masks by a row's
+#    global position);
 #  - overlap shown by order: a bucket's all-reduce is issued before backward
 #    reaches the first layer (TFCORE_TRACE_COMM events);
 #  - results.json splits communication into total and exposed;
 #  - a world size that does not divide the data trains, and evaluates every
 #    eval row exactly once (metrics equal to one worker's);
 #  - a run resumed from a checkpoint ends bit-identical to the uninterrupted one;
+#    resumed on another world size or strategy (2 -> 1, 2 -> mpi x4,
+#    dp-master -> mpi), dropout on, it ends within 1e-5 of it; another global
+#    batch is refused;
 #  - a killed worker ends the job within 30 s, non-zero, naming the rank and
 #    the signal; no worker is left running.
 set -u
@@ -43,11 +47,13 @@ have_plugin dp-master && have_dp=1
 have_shm=0
 have_plugin shm && have_shm=1
 
-# cfg NAME PER_DEVICE ACCUM [COMM_SECTION] [EXTRA]: bert-tiny without dropout
+# cfg NAME PER_DEVICE ACCUM [COMM_SECTION] [EXTRA]: bert-tiny, without dropout unless
+# DROPOUT says (hidden, attention and classifier dropout probability)
 cfg() {
     cat >"$tmp/$1.cfg" <<CFG
 model = { plugin = "bert"; preset = "bert-tiny"; task = "classification"; num_labels = 2;
-          max_position_embeddings = 64; hidden_dropout_prob = 0.0; attention_probs_dropout_prob = 0.0; };
+          max_position_embeddings = 64; hidden_dropout_prob = ${DROPOUT:-0.0};
+          attention_probs_dropout_prob = ${DROPOUT:-0.0}; };
 data = { plugin = "synthetic"; task = "classification"; num_labels = 2; seq_len = 32;
          num_examples = ${EXAMPLES:-96}; eval_examples = ${EVAL_EXAMPLES:-0}; learnable = true; };
 backend = { plugin = "cpu"; threads = 1; };
@@ -94,6 +100,29 @@ if [ $have_shm = 1 ]; then
     cfg shm2 8 1 "$(shm 2)" && train shm2 && same_params base shm2
     cfg shm2_acc 8 2 "$(shm 2)" && train shm2_acc && same_params base_acc shm2_acc
 else skip=$((skip + 1)); echo "SKIP: test comm plugin shm not built"; fi
+
+# --- 1b. the same with dropout on (hidden, attention, classifier: 0.1) --------
+# Masks follow a row's position in the epoch's global order (model set_rows),
+# so one worker with batch 16 and 2 workers with 8, or 2 micro-batches of 8,
+# draw the same masks for the same rows.
+export DROPOUT=0.1
+cfg dbase 16 1 && train dbase
+cfg dacc 8 2 && train dacc && same_params dbase dacc
+if [ $have_dp = 1 ]; then
+    cfg ddp2 8 1 "$(dp 2)" && train ddp2 && same_params dbase ddp2
+    cfg ddp2_acc 4 2 "$(dp 2)" && train ddp2_acc && same_params dbase ddp2_acc
+fi
+if [ $have_mpi = 1 ]; then
+    cfg dmpi2 8 1 "$(mpi 2)" && train dmpi2 && same_params dbase dmpi2
+    cfg dmpi2_acc 4 2 "$(mpi 2)" && train dmpi2_acc && same_params dbase dmpi2_acc
+fi
+if [ $have_shm = 1 ]; then
+    cfg dshm2 8 1 "$(shm 2)" && train dshm2 && same_params dbase dshm2
+fi
+# and dropout really is on: the run differs from the one without
+if "$diff_tool" "$tmp/base/model.safetensors" "$tmp/dbase/model.safetensors" 1e-5 >/dev/null; then
+    bad "dropout 0.1 trained the same parameters as dropout 0"; else ok; fi
+unset DROPOUT
 
 # --- 2. overlap by order, and comm time total vs exposed ------------------------
 check_overlap() { # NAME: rank 0's trace and results
@@ -160,6 +189,49 @@ for p in mpi dp; do
         bad "$p: resuming from checkpoint-2 did not end where the uninterrupted run did: ${out:-}"
         tail -n 5 "$tmp/resumed_$p.out"; fi
 done
+
+# --- 4b. resume on another world size or strategy, dropout on -------------------
+# A checkpoint of 2 workers (global batch 16) resumes on 1 worker with 16, on
+# mpi x4 with 4, and a dp-master one on mpi x2: the sample order continues in
+# global terms and the masks follow the samples, so every resumed run ends
+# where the uninterrupted 2-worker run did (within 1e-5). Another global
+# batch is refused in one line.
+resume_on() { # WRITER NAME PER_DEVICE [COMM]: resume WRITER's checkpoint-2 as NAME
+    STEPS=4 DROPOUT=0.1 cfg "$2" "$3" 1 "${4:-}"
+    if "$tfcore" -c "$tmp/$2.cfg" -o training.resume_from_checkpoint="\"$tmp/$1/checkpoint-2\"" \
+        >"$tmp/$2.out" 2>&1; then ok; else bad "$2: tfcore exited $?"; tail -n 5 "$tmp/$2.out"; return 1; fi
+    same_params "$1" "$2"
+}
+shape_writer() { # NAME COMM_SECTION: 4 steps, a checkpoint every 2, dropout on
+    STEPS=4 DROPOUT=0.1 cfg "$1" 8 1 "$2"
+    sed -i 's/save_strategy = "no";/save_strategy = "steps"; save_steps = 2;/' "$tmp/$1.cfg"
+    train "$1"
+}
+if [ $have_mpi = 1 ] && shape_writer shape_mpi2 "$(mpi 2)"; then
+    resume_on shape_mpi2 shape_on1 16
+    grep -q "resuming a checkpoint of 2 workers x 8 rows x 1 accumulation on 1 x 16 x 1" "$tmp/shape_on1.out" &&
+        ok || bad "shape_on1: no line saying the checkpoint's shape and this run's"
+    resume_on shape_mpi2 shape_on_mpi4 4 "$(mpi 4)"
+    # another global batch cannot continue the order: refused, exit 3, one line
+    STEPS=4 DROPOUT=0.1 cfg shape_bad 8 1
+    "$tfcore" -c "$tmp/shape_bad.cfg" -o training.resume_from_checkpoint="\"$tmp/shape_mpi2/checkpoint-2\"" \
+        >"$tmp/shape_bad.out" 2>&1
+    rc=$?
+    if [ $rc -eq 3 ] && grep -q "global batch is 16 (world size 2 x per_device_train_batch_size 8 x gradient_accumulation_steps 1), this run's is 8 (1 x 8 x 1): resuming exactly needs the same global batch" "$tmp/shape_bad.out"; then
+        ok; else bad "a different global batch: exit $rc"; tail -n 3 "$tmp/shape_bad.out"; fi
+    # 95 rows pad to 96 an epoch on 2 workers, to 95 on one: refused too
+    if EXAMPLES=95 shape_writer shape_pad "$(mpi 2)"; then
+        EXAMPLES=95 STEPS=4 DROPOUT=0.1 cfg shape_pad_on1 16 1
+        "$tfcore" -c "$tmp/shape_pad_on1.cfg" -o training.resume_from_checkpoint="\"$tmp/shape_pad/checkpoint-2\"" \
+            >"$tmp/shape_pad_on1.out" 2>&1
+        rc=$?
+        if [ $rc -eq 3 ] && grep -q "95 training rows pad to 96 samples an epoch on the checkpoint's 2 workers and to 95 on this run's sampler" "$tmp/shape_pad_on1.out"; then
+            ok; else bad "an epoch padded differently: exit $rc"; tail -n 3 "$tmp/shape_pad_on1.out"; fi
+    fi
+fi
+if [ $have_mpi = 1 ] && [ $have_dp = 1 ] && shape_writer shape_dp2 "$(dp 2)"; then
+    resume_on shape_dp2 shape_dp_on_mpi2 8 "$(mpi 2)"
+fi
 
 # --- 5. a killed worker ends the job ---------------------------------------------
 # kill_test NAME PATTERN: start a long run, SIGKILL the rank-1 worker once

@@ -53,3 +53,8 @@ void tf_sampler_rows(const tf_sampler *s, size_t first, size_t n, size_t *out)
 {
     for (size_t i = 0; i < n; i++) out[i] = s->perm[(first + i) * (size_t)s->world + (size_t)s->rank];
 }
+
+size_t tf_sampler_position(const tf_sampler *s, size_t first)
+{
+    return first * (size_t)s->world + (size_t)s->rank;
+}

@@ -37,4 +37,9 @@ void tf_sampler_set_epoch(tf_sampler *s, int64_t epoch);
  * written to out[n]. Positions past the end are clamped by the caller. */
 void tf_sampler_rows(const tf_sampler *s, size_t first, size_t n, size_t *out);
 
+/* The global position in the epoch's order (the same for any world size) of
+ * this rank's position `first`; this rank's next positions follow every
+ * s->world global positions. */
+size_t tf_sampler_position(const tf_sampler *s, size_t first);
+
 #endif

@@ -313,8 +313,14 @@ static tf_status take_loss(tf_trainer *t, float got, double *loss, tf_error *err
     return TF_OK;
 }
 
-static tf_status micro_batch(tf_trainer *t, const size_t *idx, size_t n, double *loss, float backward_scale,
-                             tf_grads_ready_fn ready, tf_error *err)
+/* Where a micro-batch's rows sit in the epoch's global sample order: row b
+ * is position first + b * stride of epoch `epoch` (model set_rows). */
+typedef struct micro_rows {
+    uint64_t epoch, first, stride;
+} micro_rows;
+
+static tf_status micro_batch(tf_trainer *t, const size_t *idx, size_t n, const micro_rows *rows, double *loss,
+                             float backward_scale, tf_grads_ready_fn ready, tf_error *err)
 {
     double t0 = tf_now();
     tf_status st = tf_trainer_host_batch_free(t, err);
@@ -323,7 +329,12 @@ static tf_status micro_batch(tf_trainer *t, const size_t *idx, size_t n, double 
     if (st) return st;
     double t1 = tf_now();
     t->phase[TF_PHASE_DATA] += t1 - t0;
-    t->mvt->set_step(t->model, (uint64_t)t->micro_step);
+    /* dropout masks by the rows' global positions when the model can (the same
+     * masks for any world size or split), else by this run's micro-step */
+    if (TF_HAS(t->mvt, set_rows) && t->mvt->set_rows)
+        t->mvt->set_rows(t->model, rows->epoch, rows->first, rows->stride);
+    else
+        t->mvt->set_step(t->model, (uint64_t)t->micro_step);
     tf_model_output out;
     if ((st = t->mvt->forward(t->model, &t->dev, true, &out, err))) return st;
     double t2 = tf_now();
@@ -424,7 +435,8 @@ tf_status tf_trainer_step(tf_trainer *t, tf_sampler *s, const tf_lr_schedule *lr
         if (my_n > 0) {
             double loss = 0;
             tf_sampler_rows(s, my_first, my_n, idx);
-            if ((st = micro_batch(t, idx, my_n, &loss, bscale, ready, err))) return st;
+            micro_rows rows = {(uint64_t)s->epoch, tf_sampler_position(s, my_first), (uint64_t)s->world};
+            if ((st = micro_batch(t, idx, my_n, &rows, &loss, bscale, ready, err))) return st;
             loss_sum += loss / (double)used;
         }
         t->micro_step++;
@@ -492,9 +504,17 @@ static tf_status run_loop(tf_trainer *t, tf_error *err)
     if ((st = tf_sampler_init(&s, rows, t->root_only ? 0 : t->rank, t->root_only ? 1 : t->world, (uint64_t)a->seed, 1,
                               err)))
         return st;
+    /* dropout masks index a sample by its position in the epoch in 32 bits (model set_rows) */
+    if (s.padded > UINT32_MAX) {
+        st = tf_error_set(err, TF_ERR_DATA, "the training split has %zu rows; at most %lu are supported", rows,
+                          (unsigned long)UINT32_MAX);
+        goto out;
+    }
     tf_training_plan sp;
     if ((st = tf_training_plan_compute(a, (long long)rows, t->world, &sp, err))) goto out;
     t->steps = sp;
+    t->train_rows = rows;
+    t->epoch_samples = s.padded;
     /* the ranks agree on what they run before their first collective of it */
     if ((st = tf_preflight_check(t, rows, err))) goto out;
     tf_lr_schedule lrs = {a->lr_scheduler_type, a->learning_rate, sp.warmup_steps, sp.max_steps};

@@ -89,6 +89,11 @@ typedef struct tf_trainer {
     int64_t skipped_steps;
     bool stop_agreed;         /* after the last step: every rank stops (a stop signal) */
     tf_training_plan steps;   /* the step counts Trainer derives */
+    /* the epoch's global sample order: rows of the training split, and the
+     * positions an epoch holds (rows padded to the sampler's world size);
+     * a checkpoint records them with the global batch, so a resume on
+     * another world size or strategy continues the same order */
+    size_t train_rows, epoch_samples;
     tf_metrics last_eval;     /* the latest evaluation's metrics (eval_loss first, except QA) */
     int64_t last_eval_step;   /* the global_step last_eval was taken at (-1: none yet) */
     /* Trainer's state.best_metric / state.best_model_checkpoint: tracked at

@@ -69,6 +69,15 @@ static tf_status write_state(tf_trainer *t, const char *dir, double epoch, tf_er
                           (json_int_t)t->skipped_steps, "num_parameters", (json_int_t)t->buf.n, "scaler", "scale",
                           sc.scale, "good_steps", (json_int_t)sc.good_steps, "skipped_steps",
                           (json_int_t)sc.skipped_steps);
+    if (o) /* the global sample order this run follows (check_data_order) */
+        json_object_set_new(
+            o, "data_order",
+            json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "train_rows", (json_int_t)t->train_rows,
+                      "epoch_samples", (json_int_t)t->epoch_samples, "total_train_batch_size",
+                      (json_int_t)t->steps.total_train_batch_size, "steps_per_epoch",
+                      (json_int_t)t->steps.steps_per_epoch, "world_size", (json_int_t)t->world,
+                      "per_device_train_batch_size", (json_int_t)t->args->per_device_train_batch_size,
+                      "gradient_accumulation_steps", (json_int_t)t->args->gradient_accumulation_steps));
     if (o) { /* Trainer's names; null until a best is known */
         json_object_set_new(o, "best_metric", t->have_best ? json_real(t->best_metric) : json_null());
         json_object_set_new(o, "best_model_checkpoint",
@@ -267,6 +276,64 @@ static tf_status load_optimizer(tf_trainer *t, const char *dir, tf_error *err)
     return st;
 }
 
+/* A checkpoint resumes on any world size or strategy (dropout masks follow a
+ * sample's global position, tfcore/model.h set_rows), as long as the global
+ * sample order continues: the same training rows, the same positions per
+ * epoch (rows padded to the world size), the same global batch and steps per
+ * epoch. Anything else cannot continue the interrupted run exactly, and is
+ * refused in one line. Checkpoints without "data_order" (older tfcore) are
+ * taken as they are. */
+static tf_status check_data_order(const tf_trainer *t, const char *path, json_t *o, tf_error *err)
+{
+    json_t *d = json_object_get(o, "data_order");
+    if (!d) return TF_OK;
+    json_int_t rows, samples, global, spe, world, per_device, accum;
+    json_error_t je;
+    if (json_unpack_ex(d, &je, 0, "{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "train_rows", &rows, "epoch_samples",
+                       &samples, "total_train_batch_size", &global, "steps_per_epoch", &spe, "world_size", &world,
+                       "per_device_train_batch_size", &per_device, "gradient_accumulation_steps", &accum) != 0)
+        return tf_error_set(err, TF_ERR_DATA,
+                            "%s: data_order must hold the integers train_rows, epoch_samples, "
+                            "total_train_batch_size, steps_per_epoch, world_size, per_device_train_batch_size "
+                            "and gradient_accumulation_steps (%s)",
+                            path, je.text);
+    const tf_training_args *a = t->args;
+    if (rows != (json_int_t)t->train_rows)
+        return tf_error_set(err, TF_ERR_DATA,
+                            "%s: the checkpoint was trained on %lld training rows, this run has %zu: it can only "
+                            "resume on the same training data",
+                            path, (long long)rows, t->train_rows);
+    if (global != (json_int_t)t->steps.total_train_batch_size)
+        return tf_error_set(err, TF_ERR_CONFIG,
+                            "%s: the checkpoint's global batch is %lld (world size %lld x "
+                            "per_device_train_batch_size %lld x gradient_accumulation_steps %lld), this run's is "
+                            "%lld (%d x %lld x %lld): resuming exactly needs the same global batch",
+                            path, (long long)global, (long long)world, (long long)per_device, (long long)accum,
+                            t->steps.total_train_batch_size, t->world, a->per_device_train_batch_size,
+                            a->gradient_accumulation_steps);
+    if (samples != (json_int_t)t->epoch_samples)
+        return tf_error_set(err, TF_ERR_CONFIG,
+                            "%s: %lld training rows pad to %lld samples an epoch on the checkpoint's %lld "
+                            "workers and to %zu on this run's sampler: resuming exactly needs a world size "
+                            "that pads the rows alike (one dividing %lld, or a DataParallel run)",
+                            path, (long long)rows, (long long)samples, (long long)world, t->epoch_samples,
+                            (long long)rows);
+    if (spe != (json_int_t)t->steps.steps_per_epoch)
+        return tf_error_set(err, TF_ERR_CONFIG,
+                            "%s: the checkpoint ran %lld optimizer steps an epoch, this run would run %lld "
+                            "(gradient_accumulation_steps %lld there, %lld here, drop an epoch's last partial "
+                            "accumulation differently): resuming exactly needs the same steps per epoch",
+                            path, (long long)spe, t->steps.steps_per_epoch, (long long)accum,
+                            a->gradient_accumulation_steps);
+    if (t->rank == 0 &&
+        (world != t->world || per_device != a->per_device_train_batch_size || accum != a->gradient_accumulation_steps))
+        tf_info("resuming a checkpoint of %lld workers x %lld rows x %lld accumulation on %d x %lld x %lld: the same "
+                "global batch of %lld, the sample order continues",
+                (long long)world, (long long)per_device, (long long)accum, t->world, a->per_device_train_batch_size,
+                a->gradient_accumulation_steps, (long long)global);
+    return TF_OK;
+}
+
 static tf_status load_state(tf_trainer *t, const char *dir, tf_error *err)
 {
     char path[8400];
@@ -292,7 +359,9 @@ static tf_status load_state(tf_trainer *t, const char *dir, tf_error *err)
         return tf_error_set(err, TF_ERR_DATA, "%s: best_metric must be a number and best_model_checkpoint a string",
                             path);
     }
+    st = check_data_order(t, path, o, err);
     json_decref(o);
+    if (st) return st;
     if (s.num_parameters != (int64_t)t->buf.n)
         return tf_error_set(err, TF_ERR_DATA, "%s: the checkpoint has %lld parameters, this model %zu", path,
                             (long long)s.num_parameters, t->buf.n);

@@ -23,8 +23,9 @@
  *   out, dout  [B, S, heads, head_dim]      row stride H
  *   mask       [B, S] int32 (NULL = attend everywhere)
  *   save       probs [B, heads, S, S] f32, then keep [B, heads, S, S] u8
- * The dropout mask of element (b, h, i, j) is Philox element
- * ((b * heads + h) * S + i) * S + j of stream (seed, offset): cpu_random.h. */
+ * The dropout mask of element (b, h, i, j) is that of global row
+ * g = row_first + b * row_stride, element (h * 2^16 + i) * 2^16 + j
+ * (tfcore/backend.h "Dropout masks"; the 1.0 slots use row_first 0, stride 1). */
 #include <float.h>
 #include <limits.h>
 #include <math.h>
@@ -32,6 +33,10 @@
 #include "cpu.h"
 #include "cpu_math.h"
 #include "cpu_random.h"
+
+/* The mask's element index within a row packs (head, query, key) in 16-bit
+ * fields (tfcore/backend.h "Dropout masks"). */
+#define CPU_ATTN_DROPOUT_MAX_SEQ 65536
 
 static bool probs_count(const tf_attention_desc *d, size_t *out)
 {
@@ -62,6 +67,10 @@ static tf_status check_desc(tf_error *err, const char *op, const tf_attention_de
         return cpu_fail(err, TF_ERR_PLUGIN, op,
                         "matmul mode %d is not supported (backend-cpu computes strict fp32 only)",
                         (int)d->mode);
+    if (d->dropout > 0.0f && d->seq > CPU_ATTN_DROPOUT_MAX_SEQ)
+        return cpu_fail(err, TF_ERR_RUNTIME, op,
+                        "seq %d with dropout: the dropout masks index at most %d positions",
+                        d->seq, CPU_ATTN_DROPOUT_MAX_SEQ);
     if ((size_t)d->seq > CPU_SCRATCH_FLOATS)
         return cpu_fail(err, TF_ERR_RUNTIME, op,
                         "seq %d is longer than backend-cpu's attention supports (%zu)", d->seq,
@@ -143,6 +152,7 @@ typedef struct attn_ctx {
     uint8_t *keep;      /* [B, heads, S, S] or NULL (no dropout) */
     float drop_scale;   /* 1 / (1 - p), rounded to float as torch does */
     int rows_per_block; /* query rows per scratch block */
+    uint64_t row_first, row_stride; /* sequence b's mask is global row first + b * stride */
 } attn_ctx;
 
 static void attention_fwd_head(const attn_ctx *c, int bh, float *out, float *scratch)
@@ -167,8 +177,10 @@ static void attention_fwd_head(const attn_ctx *c, int bh, float *out, float *scr
         const float *pv = pb;
         if (kh) { /* training with dropout: probs are saved, the scratch is free */
             uint8_t *kb = kh + (size_t)r0 * S;
-            cpu_dropout_mask(d->seed, d->offset, ((uint64_t)bh * S + (uint64_t)r0) * S,
-                             (size_t)rb * S, d->dropout, kb);
+            uint64_t row = d->offset + c->row_first + (uint64_t)b * c->row_stride;
+            for (int i = 0; i < rb; i++)
+                cpu_dropout_mask(d->seed, row, (((uint64_t)h << 16) + (uint64_t)(r0 + i)) << 16,
+                                 (size_t)S, d->dropout, kb + (size_t)i * S);
             dropout_apply(pb, kb, scratch, (size_t)rb * S, c->drop_scale);
             pv = scratch;
         }
@@ -182,9 +194,10 @@ static int rows_per_block(int seq)
     return r >= (size_t)seq ? seq : (int)r;
 }
 
-tf_status cpu_attention_fwd(tf_backend *be, tf_stream *s, const tf_attention_desc *d,
-                            const void *qkv, const int32_t *mask, void *out, void *save,
-                            bool train, tf_error *err)
+tf_status cpu_attention_fwd_ex(tf_backend *be, tf_stream *s, const tf_attention_desc *d,
+                               uint64_t row_first, uint64_t row_stride, const void *qkv,
+                               const int32_t *mask, void *out, void *save, bool train,
+                               tf_error *err)
 {
     (void)s;
     const char *op = "attention_fwd";
@@ -203,6 +216,8 @@ tf_status cpu_attention_fwd(tf_backend *be, tf_stream *s, const tf_attention_des
         .keep = save && train && d->dropout > 0.0f ? (uint8_t *)((float *)save + n) : NULL,
         .drop_scale = 1.0f / (1.0f - d->dropout),
         .rows_per_block = rows_per_block(d->seq),
+        .row_first = row_first,
+        .row_stride = row_stride,
     };
     int tasks = d->batch * d->heads;
     pthread_mutex_lock(&be->scratch_lock);
@@ -214,6 +229,13 @@ tf_status cpu_attention_fwd(tf_backend *be, tf_stream *s, const tf_attention_des
     }
     pthread_mutex_unlock(&be->scratch_lock);
     return TF_OK;
+}
+
+tf_status cpu_attention_fwd(tf_backend *be, tf_stream *s, const tf_attention_desc *d,
+                            const void *qkv, const int32_t *mask, void *out, void *save,
+                            bool train, tf_error *err)
+{
+    return cpu_attention_fwd_ex(be, s, d, 0, 1, qkv, mask, out, save, train, err);
 }
 
 static void attention_bwd_head(const attn_ctx *c, int bh, const float *dout, float *dqkv,
@@ -292,4 +314,15 @@ tf_status cpu_attention_bwd(tf_backend *be, tf_stream *s, const tf_attention_des
     }
     pthread_mutex_unlock(&be->scratch_lock);
     return TF_OK;
+}
+
+/* backend-cpu saves the forward's keep mask, so the rows are not needed again. */
+tf_status cpu_attention_bwd_ex(tf_backend *be, tf_stream *s, const tf_attention_desc *d,
+                               uint64_t row_first, uint64_t row_stride, const void *qkv,
+                               const int32_t *mask, const void *out, const void *save,
+                               const void *dout, void *dqkv, tf_error *err)
+{
+    (void)row_first;
+    (void)row_stride;
+    return cpu_attention_bwd(be, s, d, qkv, mask, out, save, dout, dqkv, err);
 }

@@ -272,6 +272,9 @@ static const tf_backend_vtable cpu_vtable = {
     .device_count = cpu_device_count,
     .cross_entropy_ex = cpu_cross_entropy_ex,
     .adamw_ex = cpu_adamw_ex,
+    .dropout_fwd_ex = cpu_dropout_fwd_ex,
+    .attention_fwd_ex = cpu_attention_fwd_ex,
+    .attention_bwd_ex = cpu_attention_bwd_ex,
 };
 
 TF_PLUGIN_DEFINE(TF_KIND_BACKEND, CPU_PLUGIN_NAME, CPU_PLUGIN_VERSION,

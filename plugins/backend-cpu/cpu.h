@@ -182,6 +182,14 @@ tf_status cpu_attention_fwd(tf_backend *be, tf_stream *s, const tf_attention_des
 tf_status cpu_attention_bwd(tf_backend *be, tf_stream *s, const tf_attention_desc *d,
                             const void *qkv, const int32_t *mask, const void *out,
                             const void *save, const void *dout, void *dqkv, tf_error *err);
+tf_status cpu_attention_fwd_ex(tf_backend *be, tf_stream *s, const tf_attention_desc *d,
+                               uint64_t row_first, uint64_t row_stride, const void *qkv,
+                               const int32_t *mask, void *out, void *save, bool train,
+                               tf_error *err);
+tf_status cpu_attention_bwd_ex(tf_backend *be, tf_stream *s, const tf_attention_desc *d,
+                               uint64_t row_first, uint64_t row_stride, const void *qkv,
+                               const int32_t *mask, const void *out, const void *save,
+                               const void *dout, void *dqkv, tf_error *err);
 
 /* activation.c */
 tf_status cpu_gelu_fwd(tf_backend *be, tf_stream *s, const void *x, void *y, size_t n,
@@ -201,6 +209,8 @@ tf_status cpu_dropout_fwd(tf_backend *be, tf_stream *s, const void *x, void *y, 
                           tf_error *err);
 tf_status cpu_dropout_bwd(tf_backend *be, tf_stream *s, const void *dy, const uint8_t *keep,
                           void *dx, size_t n, float p, tf_dtype dt, tf_error *err);
+tf_status cpu_dropout_fwd_ex(tf_backend *be, tf_stream *s, const tf_dropout_desc *d,
+                             tf_error *err);
 
 /* elementwise.c */
 tf_status cpu_add(tf_backend *be, tf_stream *s, const void *a, const void *b, void *y, size_t n,

@@ -4,8 +4,10 @@
  * Random Numbers: As Easy as 1, 2, 3", SC'11): a keyed bijection of a
  * 128-bit counter, 10 rounds, 4 uniform 32-bit words out per counter.
  *
- * Dropout stream (seed, offset), element index i (0-based within the op;
- * for attention, i = ((b * heads + h) * seq + query) * seq + key):
+ * Dropout stream (seed, offset), element index i. The ops call it once per
+ * row of their tensor with offset = the op's offset + the row's global index
+ * and i the element's index within the row (tfcore/backend.h "Dropout
+ * masks"; for attention, i = (h * 2^16 + query) * 2^16 + key):
  *   key     = { seed & 0xffffffff, seed >> 32 }
  *   counter = { (i/4) & 0xffffffff, (i/4) >> 32, offset & 0xffffffff, offset >> 32 }
  *   w       = word (i % 4) of Philox4x32-10(counter, key)

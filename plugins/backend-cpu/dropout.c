@@ -1,6 +1,7 @@
 /* dropout.c — backend-cpu inverted dropout, as torch's: y = x * (keep / (1-p))
  * with keep drawn by the Philox recipe of cpu_random.h (a pure function of
- * seed, offset and element index, so any thread count gives the same mask).
+ * seed, offset, global row and element index, so any thread count gives the
+ * same mask; tfcore/backend.h "Dropout masks").
  * The scale 1/(1-p) is rounded to float once, as torch does; a dropped
  * element is x * 0 (so an inf or NaN input still shows as NaN).
  * y may alias x; dx may alias dy. */
@@ -48,6 +49,45 @@ tf_status cpu_dropout_fwd(tf_backend *be, tf_stream *s, const void *x, void *y, 
             cpu_dropout_mask(seed, offset, lo, hi - lo, p, keep + lo);
             apply_mask((const float *)x + lo, keep + lo, (float *)y + lo, hi - lo, scale);
         }
+    }
+    return TF_OK;
+}
+
+/* Rows [rows, row_elems]: row b draws the stream of offset + row_first +
+ * b * row_stride, its elements indexed from 0. */
+tf_status cpu_dropout_fwd_ex(tf_backend *be, tf_stream *s, const tf_dropout_desc *d,
+                             tf_error *err)
+{
+    (void)s;
+    const char *op = "dropout_fwd_ex";
+    tf_status st;
+    if ((st = cpu_need(err, op, "backend", be)) || (st = cpu_need(err, op, "desc", d)))
+        return st;
+    if (d->size < sizeof *d)
+        return cpu_fail(err, TF_ERR_PLUGIN, op, "descriptor of %u bytes is older than this backend's (%zu)",
+                        d->size, sizeof *d);
+    if ((st = cpu_need_f32(err, op, "x", d->dt)) || (st = check_p(err, op, d->p))) return st;
+    size_t n;
+    if (__builtin_mul_overflow(d->rows, d->row_elems, &n))
+        return cpu_fail(err, TF_ERR_RUNTIME, op, "rows * row_elems overflows");
+    if (n == 0) return TF_OK;
+    if ((st = cpu_need(err, op, "x", d->x)) || (st = cpu_need(err, op, "y", d->y)) ||
+        (st = cpu_need(err, op, "keep", d->keep)))
+        return st;
+    float scale = 1.0f / (1.0f - d->p);
+    size_t R = d->row_elems;
+    CPU_PARALLEL_IF(be, cpu_par(be, n / 4))
+    {
+        size_t lo, hi;
+        cpu_split(n, cpu_team_size(), cpu_thread_id(), DROPOUT_QUANTUM, &lo, &hi);
+        for (size_t i = lo; i < hi;) { /* the part of one row in [i, hi) */
+            size_t b = i / R, j = i % R, len = R - j < hi - i ? R - j : hi - i;
+            uint64_t row = d->offset + d->row_first + (uint64_t)b * d->row_stride;
+            cpu_dropout_mask(d->seed, row, j, len, d->p, d->keep + i);
+            i += len;
+        }
+        if (lo < hi)
+            apply_mask((const float *)d->x + lo, d->keep + lo, (float *)d->y + lo, hi - lo, scale);
     }
     return TF_OK;
 }

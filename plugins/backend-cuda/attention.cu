@@ -25,9 +25,11 @@
  * masked, and then there is no last unmasked key and all S keys are kept.
  *
  * Dropout: the keep bit of element (b, h, i, j) is element
- * ((b * heads + h) * S + i) * S + j of the Philox4x32-10 stream (seed, offset)
- * exactly as plugins/backend-cpu/cpu_random.h defines it, so the CPU and the
- * GPU drop the same elements; the backward recomputes the bits.
+ * (h * 2^16 + i) * 2^16 + j of the Philox4x32-10 stream (seed, offset + g),
+ * g = row_first + b * row_stride the sequence's global row, exactly as
+ * tfcore/backend.h "Dropout masks" and plugins/backend-cpu/cpu_random.h
+ * define it, so the CPU and the GPU drop the same elements; the backward
+ * recomputes the bits.
  *
  * Backward (P = softmax probabilities, Pd = P * keep * rs with rs = 1/(1-p)
  * where kept and 0 where dropped, dO = dout):
@@ -74,6 +76,7 @@ struct att_args {
     uint32_t drop_thr;    /* keep when (word >> 8) >= drop_thr */
     float drop_scale;     /* 1 / (1 - p), rounded to float */
     uint64_t seed, offset;
+    uint64_t row_first, row_stride; /* sequence b's mask: global row first + b * stride */
 };
 
 /* Philox4x32-10 of counter (ctr, offset) under key seed: cpu_random.h. */
@@ -102,32 +105,40 @@ __device__ __forceinline__ uint32_t att_word(uint4 r, uint32_t w)
     return w == 0 ? r.x : w == 1 ? r.y : w == 2 ? r.z : r.w;
 }
 
-/* Keep bit of stream element idx. */
-__device__ __forceinline__ bool att_keep1(const att_args &a, uint64_t idx)
+/* The stream offset of (b, h) pair bh: offset + the sequence's global row. */
+__device__ __forceinline__ uint64_t att_row_offset(const att_args &a, int bh)
 {
-    uint4 r = att_philox(idx >> 2, a.seed, a.offset);
+    return a.offset + a.row_first + (uint64_t)(bh / a.heads) * a.row_stride;
+}
+
+/* Keep bit of element idx of pair bh's stream. */
+__device__ __forceinline__ bool att_keep1(const att_args &a, int bh, uint64_t idx)
+{
+    uint4 r = att_philox(idx >> 2, a.seed, att_row_offset(a, bh));
     return (att_word(r, (uint32_t)(idx & 3)) >> 8) >= a.drop_thr;
 }
 
 /* Keep bits of elements idx and idx + 1 (one Philox call unless they fall
  * in two counters). */
-__device__ __forceinline__ void att_keep2(const att_args &a, uint64_t idx, bool &k0, bool &k1)
+__device__ __forceinline__ void att_keep2(const att_args &a, int bh, uint64_t idx, bool &k0,
+                                          bool &k1)
 {
     uint32_t w = (uint32_t)(idx & 3);
-    uint4 r = att_philox(idx >> 2, a.seed, a.offset);
+    const uint64_t off = att_row_offset(a, bh);
+    uint4 r = att_philox(idx >> 2, a.seed, off);
     k0 = (att_word(r, w) >> 8) >= a.drop_thr;
     if (w < 3) {
         k1 = (att_word(r, w + 1) >> 8) >= a.drop_thr;
     } else {
-        uint4 r2 = att_philox((idx >> 2) + 1, a.seed, a.offset);
+        uint4 r2 = att_philox((idx >> 2) + 1, a.seed, off);
         k1 = (r2.x >> 8) >= a.drop_thr;
     }
 }
 
-/* Stream index of element (bh, i, j). */
+/* Index of element (bh, i, j) in its sequence's stream: (h * 2^16 + i) * 2^16 + j. */
 __device__ __forceinline__ uint64_t att_elem(const att_args &a, int bh, int i, int j)
 {
-    return ((uint64_t)bh * (uint64_t)a.seq + (uint64_t)i) * (uint64_t)a.seq + (uint64_t)j;
+    return ((((uint64_t)(bh % a.heads)) << 16) + (uint64_t)i) * 65536u + (uint64_t)(int64_t)j;
 }
 
 /* The tensor-core kernels' threads hold elements in pairs (rows g and g+8,
@@ -139,9 +150,9 @@ __device__ __forceinline__ uint64_t att_elem(const att_args &a, int bh, int i, i
  * bits are the same either way. Both must be called by the whole warp. */
 
 /* The 4 keep bits of counter idx >> 2 (bit w = word w), idx % 4 == 0. */
-__device__ __forceinline__ uint32_t att_keep_bits4(const att_args &a, uint64_t idx)
+__device__ __forceinline__ uint32_t att_keep_bits4(const att_args &a, int bh, uint64_t idx)
 {
-    uint4 r = att_philox(idx >> 2, a.seed, a.offset);
+    uint4 r = att_philox(idx >> 2, a.seed, att_row_offset(a, bh));
     return (uint32_t)((r.x >> 8) >= a.drop_thr) | (uint32_t)((r.y >> 8) >= a.drop_thr) << 1 |
            (uint32_t)((r.z >> 8) >= a.drop_thr) << 2 | (uint32_t)((r.w >> 8) >= a.drop_thr) << 3;
 }
@@ -153,7 +164,7 @@ __device__ __forceinline__ uint32_t att_keep_bits4(const att_args &a, uint64_t i
 __device__ __forceinline__ uint32_t att_keep_rows4(const att_args &a, int bh, int row_g, int j0)
 {
     const uint32_t odd = threadIdx.x & 1; /* t & 1: j0 % 4 == 2 * odd */
-    uint32_t b = att_keep_bits4(a, att_elem(a, bh, row_g + 8 * (int)odd, j0 - 2 * (int)odd));
+    uint32_t b = att_keep_bits4(a, bh, att_elem(a, bh, row_g + 8 * (int)odd, j0 - 2 * (int)odd));
     uint32_t mine = (b >> (2 * odd)) & 3u;            /* (my row, j0 + y) */
     uint32_t other = __shfl_xor_sync(0xffffffffu, (b >> (2 * (odd ^ 1))) & 3u, 1);
     return odd ? (other | mine << 2) : (mine | other << 2);
@@ -168,7 +179,7 @@ __device__ __forceinline__ uint32_t att_keep_cols4(const att_args &a, int bh, in
 {
     const uint32_t r = (threadIdx.x >> 2) & 3u;
     const int x = (int)(r >> 1), y = (int)(r & 1);
-    uint32_t b = att_keep_bits4(a, att_elem(a, bh, c0 + y, key_g - (int)r + 8 * x));
+    uint32_t b = att_keep_bits4(a, bh, att_elem(a, bh, c0 + y, key_g - (int)r + 8 * x));
     uint32_t bits = ((b >> r) & 1u) << r;
 #pragma unroll
     for (uint32_t q = 1; q < 4; q++) {
@@ -188,7 +199,7 @@ __device__ __forceinline__ uint32_t att_keep_pairs(const att_args &a, int bh, in
 #pragma unroll
     for (int x = 0; x < 2; x++) {
         bool k0, k1;
-        att_keep2(a, att_elem(a, bh, row_g + 8 * x, j0), k0, k1);
+        att_keep2(a, bh, att_elem(a, bh, row_g + 8 * x, j0), k0, k1);
         bits |= (uint32_t)k0 << (2 * x) | (uint32_t)k1 << (2 * x + 1);
     }
     return bits;
@@ -201,7 +212,7 @@ __device__ __forceinline__ uint32_t att_keep_keys(const att_args &a, int bh, int
     uint32_t bits = 0;
 #pragma unroll
     for (int e = 0; e < 4; e++)
-        bits |= (uint32_t)att_keep1(a, att_elem(a, bh, c0 + (e & 1), key_g + 8 * (e >> 1))) << e;
+        bits |= (uint32_t)att_keep1(a, bh, att_elem(a, bh, c0 + (e & 1), key_g + 8 * (e >> 1))) << e;
     return bits;
 }
 
@@ -326,7 +337,7 @@ __global__ void __launch_bounds__(ATT_SIMT_THREADS)
             l[k] = l[k] * corr + tfcb_warp_sum(p);
             m[k] = mn;
             float pd = p;
-            if (a.drop) pd = att_keep1(a, att_elem(a, bh, i, key)) ? p * a.drop_scale : p * 0.0f;
+            if (a.drop) pd = att_keep1(a, bh, att_elem(a, bh, i, key)) ? p * a.drop_scale : p * 0.0f;
             float o[NE];
 #pragma unroll
             for (int e = 0; e < NE; e++) o[e] = 0.0f;
@@ -438,7 +449,7 @@ __global__ void __launch_bounds__(ATT_SIMT_THREADS)
             s = s * a.scale + kbias[k];
             const float P = expf(s - mi) * rii;
             float kp = 1.0f;
-            if (a.drop) kp = att_keep1(a, att_elem(a, bh, i, key)) ? a.drop_scale : 0.0f;
+            if (a.drop) kp = att_keep1(a, bh, att_elem(a, bh, i, key)) ? a.drop_scale : 0.0f;
             const float pd = P * kp;
             const float ds = P * (dp * kp - Di);
 #pragma unroll 8
@@ -539,7 +550,7 @@ __global__ void __launch_bounds__(ATT_SIMT_THREADS)
             s = s * a.scale + kb;
             const float P = expf(s - mr[k]) * rir[k]; /* 0 for keys past S */
             float kp = 1.0f;
-            if (a.drop) kp = att_keep1(a, att_elem(a, bh, i, key)) ? a.drop_scale : 0.0f;
+            if (a.drop) kp = att_keep1(a, bh, att_elem(a, bh, i, key)) ? a.drop_scale : 0.0f;
             const float ds = P * (dp * kp - Dr[k]);
 #pragma unroll 8
             for (int j = 0; j < BC; j++) {
@@ -1097,6 +1108,7 @@ static bool att_desc_ok(const tf_attention_desc *d)
     if ((long long)d->heads * d->head_dim > INT_MAX / 3) return false;
     if ((long long)d->batch * d->heads > INT_MAX) return false;
     if ((d->seq + ATT_MIN_TILE - 1) / ATT_MIN_TILE > 65535) return false;
+    if (d->dropout > 0.0f && d->seq > TFC_ATT_DROPOUT_MAX_SEQ) return false;
     size_t n;
     return att_count(d, 2 * sizeof(float), &n);
 }
@@ -1117,7 +1129,8 @@ extern "C" size_t tfc_attention_bwd_workspace_bytes(const tf_attention_desc *d)
     return (n + 255) / 256 * 256;
 }
 
-static att_args att_make_args(const tf_attention_desc *d, bool drop)
+static att_args att_make_args(const tf_attention_desc *d, uint64_t row_first, uint64_t row_stride,
+                              bool drop)
 {
     att_args a;
     a.batch = d->batch;
@@ -1135,6 +1148,8 @@ static att_args att_make_args(const tf_attention_desc *d, bool drop)
     a.drop_scale = 1.0f / (1.0f - d->dropout);
     a.seed = d->seed;
     a.offset = d->offset;
+    a.row_first = row_first;
+    a.row_stride = row_stride;
     return a;
 }
 
@@ -1190,11 +1205,12 @@ static cudaError_t att_fwd_t(cudaStream_t s, const tf_attention_desc *d, const a
 }
 
 extern "C" cudaError_t tfc_attention_fwd(cudaStream_t s, const tf_attention_desc *d,
+                                         uint64_t row_first, uint64_t row_stride,
                                          const void *qkv, const int32_t *mask, void *out,
                                          void *save, bool train)
 {
     if (!att_desc_ok(d) || !qkv || !out || (train && !save)) return cudaErrorInvalidValue;
-    att_args a = att_make_args(d, train && d->dropout > 0.0f);
+    att_args a = att_make_args(d, row_first, row_stride, train && d->dropout > 0.0f);
     float *sv = (float *)save;
     switch (d->dtype) {
     case TF_DTYPE_F32: return att_fwd_t<float>(s, d, a, qkv, mask, out, sv);
@@ -1262,6 +1278,7 @@ static cudaError_t att_bwd_t(cudaStream_t s, const tf_attention_desc *d, const a
 }
 
 extern "C" cudaError_t tfc_attention_bwd(cudaStream_t s, const tf_attention_desc *d,
+                                         uint64_t row_first, uint64_t row_stride,
                                          const void *qkv, const int32_t *mask, const void *out,
                                          const void *save, const void *dout, void *dqkv,
                                          void *workspace)
@@ -1269,7 +1286,7 @@ extern "C" cudaError_t tfc_attention_bwd(cudaStream_t s, const tf_attention_desc
     if (!att_desc_ok(d) || !qkv || !out || !save || !dout || !dqkv || !workspace ||
         ((uintptr_t)workspace & 3u) != 0 || ((uintptr_t)save & 7u) != 0)
         return cudaErrorInvalidValue;
-    att_args a = att_make_args(d, d->dropout > 0.0f);
+    att_args a = att_make_args(d, row_first, row_stride, d->dropout > 0.0f);
     const float *sv = (const float *)save;
     float *Dws = (float *)workspace; /* [B, heads, S] */
     switch (d->dtype) {

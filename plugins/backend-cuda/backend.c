@@ -307,6 +307,9 @@ static const tf_backend_vtable cuda_vtable = {
     .device_count = cuda_device_count,
     .cross_entropy_ex = cuda_cross_entropy_ex,
     .adamw_ex = cuda_adamw_ex,
+    .dropout_fwd_ex = cuda_dropout_fwd_ex,
+    .attention_fwd_ex = cuda_attention_fwd_ex,
+    .attention_bwd_ex = cuda_attention_bwd_ex,
 };
 
 TF_PLUGIN_DEFINE(TF_KIND_BACKEND, CUDA_PLUGIN_NAME, CUDA_PLUGIN_VERSION,

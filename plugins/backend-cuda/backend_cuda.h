@@ -81,10 +81,13 @@ cudaError_t tfc_gemm_no_k(cudaStream_t s, void *c, void *aux, const float *bias,
 cudaError_t tfc_tanh_fwd(cudaStream_t s, const void *x, void *y, size_t n, tf_dtype dt);
 cudaError_t tfc_tanh_bwd(cudaStream_t s, const void *dy, const void *y, void *dx, size_t n,
                          tf_dtype dt);
-/* keep[i] = Philox(seed, offset, i) test of cpu_random.h against threshold
- * `thr` (= ceil(p * 2^24), clamped to [0, 2^24]); y = x * (keep ? scale : 0). */
-cudaError_t tfc_dropout_fwd(cudaStream_t s, const void *x, void *y, uint8_t *keep, size_t n,
-                            uint32_t thr, float scale, uint64_t seed, uint64_t offset,
+/* x, y, keep: [rows, row_elems]. keep of element j of row b = the Philox test
+ * of tfcore/backend.h "Dropout masks" (stream offset + row_first + b *
+ * row_stride, element j) against threshold `thr` (= ceil(p * 2^24), clamped
+ * to [0, 2^24]); y = x * (keep ? scale : 0). */
+cudaError_t tfc_dropout_fwd(cudaStream_t s, const void *x, void *y, uint8_t *keep, size_t rows,
+                            size_t row_elems, uint32_t thr, float scale, uint64_t seed,
+                            uint64_t offset, uint64_t row_first, uint64_t row_stride,
                             tf_dtype dt);
 cudaError_t tfc_dropout_bwd(cudaStream_t s, const void *dy, const uint8_t *keep, void *dx,
                             size_t n, float scale, tf_dtype dt);
@@ -466,6 +469,14 @@ tf_status cuda_attention_fwd(tf_backend *be, tf_stream *s, const tf_attention_de
 tf_status cuda_attention_bwd(tf_backend *be, tf_stream *s, const tf_attention_desc *d,
                              const void *qkv, const int32_t *mask, const void *out,
                              const void *save, const void *dout, void *dqkv, tf_error *err);
+tf_status cuda_attention_fwd_ex(tf_backend *be, tf_stream *s, const tf_attention_desc *d,
+                                uint64_t row_first, uint64_t row_stride, const void *qkv,
+                                const int32_t *mask, void *out, void *save, bool train,
+                                tf_error *err);
+tf_status cuda_attention_bwd_ex(tf_backend *be, tf_stream *s, const tf_attention_desc *d,
+                                uint64_t row_first, uint64_t row_stride, const void *qkv,
+                                const int32_t *mask, const void *out, const void *save,
+                                const void *dout, void *dqkv, tf_error *err);
 tf_status cuda_cross_entropy(tf_backend *be, tf_stream *s, const void *logits, int64_t ld_logits,
                              tf_dtype dt, int rows, int classes, const int32_t *labels,
                              int ignore_index, float *loss, void *dlogits, float grad_scale,
@@ -486,6 +497,8 @@ tf_status cuda_dropout_fwd(tf_backend *be, tf_stream *s, const void *x, void *y,
                            tf_error *err);
 tf_status cuda_dropout_bwd(tf_backend *be, tf_stream *s, const void *dy, const uint8_t *keep,
                            void *dx, size_t n, float p, tf_dtype dt, tf_error *err);
+tf_status cuda_dropout_fwd_ex(tf_backend *be, tf_stream *s, const tf_dropout_desc *d,
+                              tf_error *err);
 tf_status cuda_add(tf_backend *be, tf_stream *s, const void *a, const void *b, void *y, size_t n,
                    tf_dtype dt, tf_error *err);
 tf_status cuda_scale(tf_backend *be, tf_stream *s, void *x, size_t n, float alpha, tf_dtype dt,

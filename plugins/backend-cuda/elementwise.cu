@@ -317,21 +317,29 @@ cudaError_t gemm_no_k_launch(cudaStream_t s, void *c, void *aux, const float *bi
 }
 
 // --- dropout ---------------------------------------------------------------------------
-// One thread per Philox counter: elements 4c .. 4c+3 (fewer at the end).
+// One thread per Philox counter of a row: elements 4c .. 4c+3 of row b (fewer
+// at the row's end). Row b draws the stream offset + row_first + b * row_stride
+// (tfcore/backend.h "Dropout masks"); the 1.0 slot is one row of n.
 
 template <int DT>
-__global__ void dropout_fwd_kernel(const void *x, void *y, uint8_t *keep, size_t n, uint32_t thr,
-                                   float scale, uint32_t k0, uint32_t k1, uint32_t o0, uint32_t o1)
+__global__ void dropout_fwd_kernel(const void *x, void *y, uint8_t *keep, size_t rows,
+                                   size_t row_elems, uint32_t thr, float scale, uint32_t k0,
+                                   uint32_t k1, uint64_t offset, uint64_t row_first,
+                                   uint64_t row_stride)
 {
-    size_t counters = (n + 3) / 4;
-    for (size_t c = (size_t)blockIdx.x * blockDim.x + threadIdx.x; c < counters;
-         c += (size_t)gridDim.x * blockDim.x) {
-        uint32_t w[4] = {(uint32_t)c, (uint32_t)((uint64_t)c >> 32), o0, o1};
+    size_t per_row = (row_elems + 3) / 4, counters = rows * per_row;
+    for (size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x; t < counters;
+         t += (size_t)gridDim.x * blockDim.x) {
+        size_t b = t / per_row, c = t - b * per_row;
+        uint64_t o = offset + row_first + (uint64_t)b * row_stride;
+        uint32_t w[4] = {(uint32_t)c, (uint32_t)((uint64_t)c >> 32), (uint32_t)o,
+                         (uint32_t)(o >> 32)};
         tfc_philox4x32_10(w, k0, k1);
 #pragma unroll
         for (int j = 0; j < 4; j++) {
-            size_t i = 4 * c + (size_t)j;
-            if (i >= n) break;
+            size_t e = 4 * c + (size_t)j;
+            if (e >= row_elems) break;
+            size_t i = b * row_elems + e;
             uint8_t kp = (uint8_t)((w[j] >> 8) >= thr);
             keep[i] = kp;
             tfc_store<DT>(y, i, fm(tfc_load<DT>(x, i), kp ? scale : 0.0f));
@@ -347,12 +355,14 @@ __global__ void dropout_bwd_kernel(const void *dy, const uint8_t *keep, void *dx
 }
 
 template <int DT>
-cudaError_t dropout_fwd_launch(cudaStream_t s, const void *x, void *y, uint8_t *keep, size_t n,
-                               uint32_t thr, float scale, uint64_t seed, uint64_t offset)
+cudaError_t dropout_fwd_launch(cudaStream_t s, const void *x, void *y, uint8_t *keep, size_t rows,
+                               size_t row_elems, uint32_t thr, float scale, uint64_t seed,
+                               uint64_t offset, uint64_t row_first, uint64_t row_stride)
 {
-    TFCB_LAUNCH(dropout_fwd_kernel<DT>, tfc_blocks(n, 4), TFC_THREADS, 0, s)(
-        x, y, keep, n, thr, scale, (uint32_t)seed, (uint32_t)(seed >> 32), (uint32_t)offset,
-        (uint32_t)(offset >> 32));
+    size_t per_row = (row_elems + 3) / 4;
+    TFCB_LAUNCH(dropout_fwd_kernel<DT>, tfc_blocks(rows * per_row, 1), TFC_THREADS, 0, s)(
+        x, y, keep, rows, row_elems, thr, scale, (uint32_t)seed, (uint32_t)(seed >> 32), offset,
+        row_first, row_stride);
     return cudaGetLastError();
 }
 
@@ -484,10 +494,12 @@ cudaError_t tfc_tanh_bwd(cudaStream_t s, const void *dy, const void *y, void *dx
     TFC_DISPATCH_ACT(dt, tanh_bwd_launch, s, dy, y, dx, n)
 }
 
-cudaError_t tfc_dropout_fwd(cudaStream_t s, const void *x, void *y, uint8_t *keep, size_t n,
-                            uint32_t thr, float scale, uint64_t seed, uint64_t offset, tf_dtype dt)
+cudaError_t tfc_dropout_fwd(cudaStream_t s, const void *x, void *y, uint8_t *keep, size_t rows,
+                            size_t row_elems, uint32_t thr, float scale, uint64_t seed,
+                            uint64_t offset, uint64_t row_first, uint64_t row_stride, tf_dtype dt)
 {
-    TFC_DISPATCH_ACT(dt, dropout_fwd_launch, s, x, y, keep, n, thr, scale, seed, offset)
+    TFC_DISPATCH_ACT(dt, dropout_fwd_launch, s, x, y, keep, rows, row_elems, thr, scale, seed,
+                     offset, row_first, row_stride)
 }
 
 cudaError_t tfc_dropout_bwd(cudaStream_t s, const void *dy, const uint8_t *keep, void *dx,

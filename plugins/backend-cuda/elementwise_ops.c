@@ -104,8 +104,36 @@ tf_status cuda_dropout_fwd(tf_backend *be, tf_stream *s, const void *x, void *y,
     float t = ceilf(p * 16777216.0f);
     uint32_t thr = t <= 0.0f ? 0u : t >= 16777216.0f ? 16777216u : (uint32_t)t;
     float scale = 1.0f / (1.0f - p); /* inf for p = 1, where nothing is kept */
-    return cuda_launched(err, op, tfc_dropout_fwd(st->s, x, y, keep, n, thr, scale, seed, offset, dt),
-                    "[%zu] %s, p %g", n, tf_dtype_name(dt), (double)p);
+    return cuda_launched(err, op,
+                         tfc_dropout_fwd(st->s, x, y, keep, 1, n, thr, scale, seed, offset, 0, 1, dt),
+                         "[%zu] %s, p %g", n, tf_dtype_name(dt), (double)p);
+}
+
+/* ABI 1.3: rows [rows, row_elems], row b drawn as global row first + b * stride. */
+tf_status cuda_dropout_fwd_ex(tf_backend *be, tf_stream *s, const tf_dropout_desc *d, tf_error *err)
+{
+    const char *op = "dropout_fwd_ex";
+    tf_stream *st;
+    tf_status rc;
+    if ((rc = cuda_enter(be, s, op, &st, err)) || (rc = cuda_need(err, op, "desc", d))) return rc;
+    if (d->size < sizeof *d)
+        return cuda_fail(err, TF_ERR_PLUGIN, op, "descriptor of %u bytes is older than this backend's (%zu)",
+                         d->size, sizeof *d);
+    if ((rc = cuda_need_act(err, op, "x", d->dt)) || (rc = check_p(err, op, d->p))) return rc;
+    size_t n;
+    if (__builtin_mul_overflow(d->rows, d->row_elems, &n))
+        return cuda_fail(err, TF_ERR_RUNTIME, op, "rows * row_elems overflows");
+    if (n == 0) return TF_OK;
+    if ((rc = cuda_need(err, op, "x", d->x)) || (rc = cuda_need(err, op, "y", d->y)) ||
+        (rc = cuda_need(err, op, "keep", d->keep)))
+        return rc;
+    float t = ceilf(d->p * 16777216.0f);
+    uint32_t thr = t <= 0.0f ? 0u : t >= 16777216.0f ? 16777216u : (uint32_t)t;
+    float scale = 1.0f / (1.0f - d->p);
+    return cuda_launched(err, op,
+                         tfc_dropout_fwd(st->s, d->x, d->y, d->keep, d->rows, d->row_elems, thr, scale,
+                                         d->seed, d->offset, d->row_first, d->row_stride, d->dt),
+                         "[%zu, %zu] %s, p %g", d->rows, d->row_elems, tf_dtype_name(d->dt), (double)d->p);
 }
 
 tf_status cuda_dropout_bwd(tf_backend *be, tf_stream *s, const void *dy,

@@ -60,12 +60,18 @@ cudaError_t tfc_layernorm_bwd(cudaStream_t s, const void *dy, const void *in, co
  * backward (D = rowsum(dout * out)), so it must still hold the forward's
  * result. dqkv [B, S, 3, heads, head_dim] is overwritten. */
 size_t tfc_attention_save_bytes(const tf_attention_desc *d);
-cudaError_t tfc_attention_fwd(cudaStream_t s, const tf_attention_desc *d, const void *qkv,
-                              const int32_t *mask, void *out, void *save, bool train);
+/* Sequence b's dropout mask is global row row_first + b * row_stride
+ * (tfcore/backend.h "Dropout masks"; seq <= TFC_ATT_DROPOUT_MAX_SEQ with
+ * dropout); the backward recomputes the bits and must get the same rows. */
+#define TFC_ATT_DROPOUT_MAX_SEQ 65536
+cudaError_t tfc_attention_fwd(cudaStream_t s, const tf_attention_desc *d, uint64_t row_first,
+                              uint64_t row_stride, const void *qkv, const int32_t *mask,
+                              void *out, void *save, bool train);
 size_t tfc_attention_bwd_workspace_bytes(const tf_attention_desc *d);
-cudaError_t tfc_attention_bwd(cudaStream_t s, const tf_attention_desc *d, const void *qkv,
-                              const int32_t *mask, const void *out, const void *save,
-                              const void *dout, void *dqkv, void *workspace);
+cudaError_t tfc_attention_bwd(cudaStream_t s, const tf_attention_desc *d, uint64_t row_first,
+                              uint64_t row_stride, const void *qkv, const int32_t *mask,
+                              const void *out, const void *save, const void *dout, void *dqkv,
+                              void *workspace);
 /* Which (dtype, head_dim) these kernels handle: f32, f16, bf16 with
  * 1 <= head_dim <= 128, in every matmul mode (f32 is computed with fp32 FMAs
  * in both TF_MATMUL_FP32 and TF_MATMUL_TF32; f16/bf16 on tensor cores with

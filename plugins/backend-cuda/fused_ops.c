@@ -59,6 +59,10 @@ tf_status cuda_layernorm_bwd(tf_backend *be, tf_stream *s, const void *dy, const
  * backend: token rows index in int, and the kernels' head_dim per dtype. */
 static tf_status check_attention(tf_error *err, const char *op, const tf_attention_desc *d)
 {
+    if (d->dropout > 0.0f && d->seq > TFC_ATT_DROPOUT_MAX_SEQ)
+        return cuda_fail(err, TF_ERR_RUNTIME, op,
+                         "seq %d with dropout: the dropout masks index at most %d positions", d->seq,
+                         TFC_ATT_DROPOUT_MAX_SEQ);
     if ((long long)d->batch * d->seq > INT32_MAX)
         return cuda_fail(err, TF_ERR_RUNTIME, op, "batch * seq = %lld is too large",
                          (long long)d->batch * d->seq);
@@ -77,9 +81,12 @@ size_t cuda_attention_save_bytes(tf_backend *be, const tf_attention_desc *d)
     return tfc_attention_save_bytes(d);
 }
 
-tf_status cuda_attention_fwd(tf_backend *be, tf_stream *s, const tf_attention_desc *d,
-                                    const void *qkv, const int32_t *mask, void *out, void *save,
-                                    bool train, tf_error *err)
+/* Sequence b's dropout mask is global row row_first + b * row_stride
+ * (tfcore/backend.h "Dropout masks"); the 1.0 slots use (0, 1). */
+tf_status cuda_attention_fwd_ex(tf_backend *be, tf_stream *s, const tf_attention_desc *d,
+                                uint64_t row_first, uint64_t row_stride, const void *qkv,
+                                const int32_t *mask, void *out, void *save, bool train,
+                                tf_error *err)
 {
     const char *op = "attention_fwd";
     tf_stream *st;
@@ -88,14 +95,24 @@ tf_status cuda_attention_fwd(tf_backend *be, tf_stream *s, const tf_attention_de
         (rc = tf_check_attention_fwd(&cuda_checker, err, op, d, qkv, out, save, train)) ||
         (rc = check_attention(err, op, d)))
         return rc;
-    return cuda_launched(err, op, tfc_attention_fwd(st->s, d, qkv, mask, out, save, train),
-                    "batch %d, seq %d, heads %d, head_dim %d, %s%s", d->batch, d->seq, d->heads,
-                    d->head_dim, tf_dtype_name(d->dtype), train ? ", train" : "");
+    return cuda_launched(err, op,
+                         tfc_attention_fwd(st->s, d, row_first, row_stride, qkv, mask, out, save, train),
+                         "batch %d, seq %d, heads %d, head_dim %d, %s%s", d->batch, d->seq, d->heads,
+                         d->head_dim, tf_dtype_name(d->dtype), train ? ", train" : "");
 }
 
-tf_status cuda_attention_bwd(tf_backend *be, tf_stream *s, const tf_attention_desc *d,
-                                    const void *qkv, const int32_t *mask, const void *out,
-                                    const void *save, const void *dout, void *dqkv, tf_error *err)
+tf_status cuda_attention_fwd(tf_backend *be, tf_stream *s, const tf_attention_desc *d,
+                             const void *qkv, const int32_t *mask, void *out, void *save,
+                             bool train, tf_error *err)
+{
+    return cuda_attention_fwd_ex(be, s, d, 0, 1, qkv, mask, out, save, train, err);
+}
+
+/* The backward recomputes the forward's keep bits: it must get its rows. */
+tf_status cuda_attention_bwd_ex(tf_backend *be, tf_stream *s, const tf_attention_desc *d,
+                                uint64_t row_first, uint64_t row_stride, const void *qkv,
+                                const int32_t *mask, const void *out, const void *save,
+                                const void *dout, void *dqkv, tf_error *err)
 {
     const char *op = "attention_bwd";
     tf_stream *st;
@@ -108,9 +125,18 @@ tf_status cuda_attention_bwd(tf_backend *be, tf_stream *s, const tf_attention_de
         return rc;
     if ((rc = cuda_workspace(be, st, tfc_attention_bwd_workspace_bytes(d), op, &ws, err)))
         return rc;
-    return cuda_launched(err, op, tfc_attention_bwd(st->s, d, qkv, mask, out, save, dout, dqkv, ws),
-                    "batch %d, seq %d, heads %d, head_dim %d, %s", d->batch, d->seq, d->heads,
-                    d->head_dim, tf_dtype_name(d->dtype));
+    return cuda_launched(err, op,
+                         tfc_attention_bwd(st->s, d, row_first, row_stride, qkv, mask, out, save, dout,
+                                           dqkv, ws),
+                         "batch %d, seq %d, heads %d, head_dim %d, %s", d->batch, d->seq, d->heads,
+                         d->head_dim, tf_dtype_name(d->dtype));
+}
+
+tf_status cuda_attention_bwd(tf_backend *be, tf_stream *s, const tf_attention_desc *d,
+                             const void *qkv, const int32_t *mask, const void *out,
+                             const void *save, const void *dout, void *dqkv, tf_error *err)
+{
+    return cuda_attention_bwd_ex(be, s, d, 0, 1, qkv, mask, out, save, dout, dqkv, err);
 }
 
 /* --- cross-entropy ------------------------------------------------------------ */

@@ -216,6 +216,13 @@ struct tf_model {
     bool train;                   /* the last forward was a training one */
     bool drop_attn, drop_hidden, drop_cls; /* dropout applied */
     uint64_t step;                /* training forwards so far: the dropout stream */
+    /* set_rows (ABI 1.3): the next training forward's rows are samples
+     * rows_first + b * rows_stride of epoch rows_epoch; sticky until set_step */
+    bool rows_set;
+    uint64_t rows_epoch, rows_first, rows_stride;
+    /* the last training forward's dropout streams (bert_ops.c) */
+    bool drop_by_row;             /* masks by global row through the ABI 1.3 slots */
+    uint64_t drop_offset, drop_first, drop_stride;
     int32_t *host_pos;            /* [2, max_rows] host staging for QA positions */
     /* the loss of the last forward (tf_model_create_args.defer_loss) */
     bool defer_loss;              /* forward queues the loss's copy; read_loss waits for it */
@@ -273,9 +280,21 @@ tf_status bert_cross_entropy(tf_model *m, const void *logits, int rows, int clas
                              const int32_t *labels, int ignore_index, float eps, float *loss,
                              void *dlogits, float grad_scale, tf_error *err);
 tf_status bert_sync(tf_model *m, tf_error *err);
-/* The dropout stream of one site for the current step (see bert_forward.c). */
+/* The dropout stream of one site for the current step (see bert_ops.c). */
 uint64_t bert_dropout_seed(const tf_model *m, int site);
-uint64_t bert_dropout_offset(const tf_model *m);
+/* Fix the streams of a training forward about to run (bert_forward). */
+void bert_dropout_begin(tf_model *m);
+/* Inverted dropout of site `site` over rows [rows, row_elems] of the batch
+ * (row b = sequence b), in place allowed (y == x). */
+tf_status bert_dropout(tf_model *m, int site, const void *x, void *y, uint8_t *keep, int rows,
+                       size_t row_elems, float p, tf_error *err);
+/* attention_fwd / attention_bwd with the forward's dropout streams. */
+tf_status bert_attention_fwd(tf_model *m, const tf_attention_desc *d, const void *qkv,
+                             const int32_t *mask, void *out, void *save, bool train,
+                             tf_error *err);
+tf_status bert_attention_bwd(tf_model *m, const tf_attention_desc *d, const void *qkv,
+                             const int32_t *mask, const void *out, const void *save,
+                             const void *dout, void *dqkv, tf_error *err);
 /* Pointers: weights in the compute dtype, f32 master views, f32 gradients. */
 static inline const void *bert_w(const tf_model *m, size_t off)
 {

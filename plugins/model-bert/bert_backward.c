@@ -149,9 +149,9 @@ static tf_status bwd_layer(tf_model *m, int l, tf_error *err)
     tf_attention_desc ad = m->attn;
     ad.dropout = m->drop_attn ? (float)c->attention_dropout : 0.0f;
     ad.seed = bert_dropout_seed(m, 1 + 3 * l);
-    ad.offset = bert_dropout_offset(m);
-    BERT_TRY(bk->attention_bwd(m->be, NULL, &ad, y->qkv, m->batch_mask, y->ctx, y->attn_save, dB,
-                               x->d_qkv, err));
+    ad.offset = m->drop_offset;
+    BERT_TRY(bert_attention_bwd(m, &ad, y->qkv, m->batch_mask, y->ctx, y->attn_save, dB, x->d_qkv,
+                                err));
     BERT_TRY(grad_weight(m, x->d_qkv, 3 * H, in, H, N, 3 * H, H, o->qkv_w, err));
     BERT_TRY(grad_bias(m, x->d_qkv, N, 3 * H, o->qkv_b, err));
     /* d in = residual (dA, from LN1) + d_qkv · Wqkv */

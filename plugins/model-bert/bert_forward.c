@@ -112,9 +112,8 @@ static tf_status fwd_embeddings(tf_model *m, const tf_batch *b, tf_error *err)
                                bert_p(m, lay->emb_ln_g), bert_p(m, lay->emb_ln_b), x->emb_mean,
                                x->emb_rstd, N, H, (float)c->layer_norm_eps, m->dt, err));
     if (m->drop_hidden)
-        BERT_TRY(bk->dropout_fwd(m->be, NULL, x->emb_out, x->emb_out, x->emb_keep, (size_t)N * H,
-                                 (float)c->hidden_dropout, bert_dropout_seed(m, 0),
-                                 bert_dropout_offset(m), m->dt, err));
+        BERT_TRY(bert_dropout(m, 0, x->emb_out, x->emb_out, x->emb_keep, B, (size_t)S * H,
+                              (float)c->hidden_dropout, err));
     return TF_OK;
 }
 
@@ -135,17 +134,15 @@ static tf_status fwd_layer(tf_model *m, int l, const void *in, const int32_t *ma
     tf_attention_desc ad = m->attn;
     ad.dropout = m->drop_attn ? (float)c->attention_dropout : 0.0f;
     ad.seed = bert_dropout_seed(m, 1 + 3 * l);
-    ad.offset = bert_dropout_offset(m);
-    BERT_TRY(bk->attention_fwd(m->be, NULL, &ad, y->qkv, mask, y->ctx, y->attn_save, m->train,
-                               err));
+    ad.offset = m->drop_offset;
+    BERT_TRY(bert_attention_fwd(m, &ad, y->qkv, mask, y->ctx, y->attn_save, m->train, err));
     /* tmp[N, H] = dropout(ctx · Woᵀ + bo); ln1 = LayerNorm(tmp + in) */
     g = (bert_mm){.tb = true, .m = N, .n = H, .k = H, .a = y->ctx, .lda = H,
                   .b = bert_w(m, o->ao_w), .ldb = H, .c = tmp, .ldc = H};
     BERT_TRY(bert_gemm(m, &g, TF_EPILOGUE_BIAS, bert_p(m, o->ao_b), NULL, err));
     if (m->drop_hidden)
-        BERT_TRY(bk->dropout_fwd(m->be, NULL, tmp, tmp, y->keep1, (size_t)N * H,
-                                 (float)c->hidden_dropout, bert_dropout_seed(m, 2 + 3 * l),
-                                 bert_dropout_offset(m), m->dt, err));
+        BERT_TRY(bert_dropout(m, 2 + 3 * l, tmp, tmp, y->keep1, m->rows, (size_t)m->seq * H,
+                              (float)c->hidden_dropout, err));
     BERT_TRY(bk->layernorm_fwd(m->be, NULL, tmp, in, y->ln1_in, y->ln1_out, bert_p(m, o->ln1_g),
                                bert_p(m, o->ln1_b), y->mean1, y->rstd1, N, H, eps, m->dt, err));
     /* inter_act[N, I] = gelu(ln1 · Wiᵀ + bi), pre-activation kept in inter_pre */
@@ -157,9 +154,8 @@ static tf_status fwd_layer(tf_model *m, int l, const void *in, const int32_t *ma
                   .b = bert_w(m, o->out_w), .ldb = I, .c = tmp, .ldc = H};
     BERT_TRY(bert_gemm(m, &g, TF_EPILOGUE_BIAS, bert_p(m, o->out_b), NULL, err));
     if (m->drop_hidden)
-        BERT_TRY(bk->dropout_fwd(m->be, NULL, tmp, tmp, y->keep2, (size_t)N * H,
-                                 (float)c->hidden_dropout, bert_dropout_seed(m, 3 + 3 * l),
-                                 bert_dropout_offset(m), m->dt, err));
+        BERT_TRY(bert_dropout(m, 3 + 3 * l, tmp, tmp, y->keep2, m->rows, (size_t)m->seq * H,
+                              (float)c->hidden_dropout, err));
     BERT_TRY(bk->layernorm_fwd(m->be, NULL, tmp, y->ln1_out, y->ln2_in, y->out,
                                bert_p(m, o->ln2_g), bert_p(m, o->ln2_b), y->mean2, y->rstd2, N, H,
                                eps, m->dt, err));
@@ -187,10 +183,8 @@ static tf_status fwd_classifier(tf_model *m, const tf_batch *b, tf_error *err)
     BERT_TRY(bk->tanh_fwd(m->be, NULL, x->pool_pre, x->pooled, (size_t)B * H, m->dt, err));
     const void *pd = x->pooled;
     if (m->drop_cls) {
-        BERT_TRY(bk->dropout_fwd(m->be, NULL, x->pooled, x->pooled_drop, x->cls_keep,
-                                 (size_t)B * H, (float)bert_classifier_dropout(c),
-                                 bert_dropout_seed(m, 1 + 3 * c->num_layers),
-                                 bert_dropout_offset(m), m->dt, err));
+        BERT_TRY(bert_dropout(m, 1 + 3 * c->num_layers, x->pooled, x->pooled_drop, x->cls_keep, B,
+                              (size_t)H, (float)bert_classifier_dropout(c), err));
         pd = x->pooled_drop;
     }
     /* logits[B, L] = pd · Wcᵀ + bc */
@@ -275,7 +269,10 @@ tf_status bert_forward(tf_model *m, const tf_batch *b, bool train, tf_model_outp
     m->drop_hidden = train && c->hidden_dropout > 0;
     m->drop_attn = train && c->attention_dropout > 0;
     m->drop_cls = train && c->task == TF_TASK_CLASSIFICATION && bert_classifier_dropout(c) > 0;
-    if (train) m->step++;
+    if (train) {
+        m->step++;
+        bert_dropout_begin(m);
+    }
     m->attn.batch = b->rows;
     m->attn.seq = b->seq;
 

@@ -64,17 +64,79 @@ tf_status bert_zero(tf_model *m, void *dst, size_t bytes, tf_error *err)
 
 tf_status bert_sync(tf_model *m, tf_error *err) { return m->bk->stream_sync(m->be, NULL, err); }
 
-/* Dropout masks are a pure function of (seed, offset, element) in the
- * backend. Each site (embeddings 0; layer l: attention probabilities 1+3l,
- * attention output 2+3l, feed-forward output 3+3l; classifier 1+3L) gets its
- * own seed, and the offset advances by 2^32 per training forward, so every
- * mask of a run is distinct and a run with the same seed repeats exactly. */
+/* Dropout masks are a pure function of (seed, offset, global row, element)
+ * in the backend (tfcore/backend.h "Dropout masks"). Each site (embeddings 0;
+ * layer l: attention probabilities 1+3l, attention output 2+3l, feed-forward
+ * output 3+3l; classifier 1+3L) gets its own seed.
+ * - After set_rows (the trainer's way, ABI 1.3): offset = epoch << 32 and row
+ *   b of the batch is global row first + b * stride, its position in the
+ *   epoch's sample order, so a sample draws the same masks whichever worker,
+ *   batch or micro-batch it is in (one worker with batch B*N equals N
+ *   workers with B, dropout on).
+ * - Otherwise (set_step, or a backend without the 1.3 slots): offset =
+ *   forward count << 32 and rows are the batch's own (0, 1, ...), so every
+ *   mask of a run is distinct and a run with the same seed repeats exactly. */
 uint64_t bert_dropout_seed(const tf_model *m, int site)
 {
     return bert_mix64(m->dropout_seed ^ bert_mix64((uint64_t)site + 1));
 }
 
-uint64_t bert_dropout_offset(const tf_model *m) { return m->step << 32; }
+void bert_dropout_begin(tf_model *m)
+{
+    const tf_backend_vtable *bk = m->bk;
+    m->drop_by_row = m->rows_set && TF_HAS(bk, dropout_fwd_ex) && bk->dropout_fwd_ex &&
+                     TF_HAS(bk, attention_fwd_ex) && bk->attention_fwd_ex &&
+                     TF_HAS(bk, attention_bwd_ex) && bk->attention_bwd_ex;
+    if (m->drop_by_row) {
+        m->drop_offset = m->rows_epoch << 32;
+        m->drop_first = m->rows_first;
+        m->drop_stride = m->rows_stride;
+    } else {
+        m->drop_offset = m->step << 32;
+        m->drop_first = 0;
+        m->drop_stride = 1;
+    }
+}
+
+tf_status bert_dropout(tf_model *m, int site, const void *x, void *y, uint8_t *keep, int rows,
+                       size_t row_elems, float p, tf_error *err)
+{
+    if (!m->drop_by_row) /* the whole tensor as one stream, as ABI 1.0 */
+        return m->bk->dropout_fwd(m->be, NULL, x, y, keep, (size_t)rows * row_elems, p,
+                                  bert_dropout_seed(m, site), m->drop_offset, m->dt, err);
+    tf_dropout_desc d = {.size = sizeof d,
+                         .x = x,
+                         .y = y,
+                         .keep = keep,
+                         .rows = (size_t)rows,
+                         .row_elems = row_elems,
+                         .p = p,
+                         .dt = m->dt,
+                         .seed = bert_dropout_seed(m, site),
+                         .offset = m->drop_offset,
+                         .row_first = m->drop_first,
+                         .row_stride = m->drop_stride};
+    return m->bk->dropout_fwd_ex(m->be, NULL, &d, err);
+}
+
+tf_status bert_attention_fwd(tf_model *m, const tf_attention_desc *d, const void *qkv,
+                             const int32_t *mask, void *out, void *save, bool train,
+                             tf_error *err)
+{
+    if (!m->drop_by_row) return m->bk->attention_fwd(m->be, NULL, d, qkv, mask, out, save, train, err);
+    return m->bk->attention_fwd_ex(m->be, NULL, d, m->drop_first, m->drop_stride, qkv, mask, out,
+                                   save, train, err);
+}
+
+tf_status bert_attention_bwd(tf_model *m, const tf_attention_desc *d, const void *qkv,
+                             const int32_t *mask, const void *out, const void *save,
+                             const void *dout, void *dqkv, tf_error *err)
+{
+    if (!m->drop_by_row)
+        return m->bk->attention_bwd(m->be, NULL, d, qkv, mask, out, save, dout, dqkv, err);
+    return m->bk->attention_bwd_ex(m->be, NULL, d, m->drop_first, m->drop_stride, qkv, mask, out,
+                                   save, dout, dqkv, err);
+}
 
 tf_status bert_cross_entropy(tf_model *m, const void *logits, int rows, int classes,
                              const int32_t *labels, int ignore_index, float eps, float *loss,

@@ -287,7 +287,20 @@ static tf_status bert_reserve_slot(tf_model *m, int max_rows, int max_seq, tf_er
 }
 
 /* The dropout stream: forward k of a run draws the masks of step k. */
-static void bert_set_step(tf_model *m, uint64_t step) { m->step = step; }
+static void bert_set_step(tf_model *m, uint64_t step)
+{
+    m->step = step;
+    m->rows_set = false;
+}
+
+/* The dropout streams by sample position (bert_ops.c). */
+static void bert_set_rows(tf_model *m, uint64_t epoch, uint64_t first, uint64_t stride)
+{
+    m->rows_set = true;
+    m->rows_epoch = epoch;
+    m->rows_first = first;
+    m->rows_stride = stride;
+}
 
 static tf_status bert_create(const tf_model_create_args *a, tf_model **out, tf_error *err)
 {
@@ -405,6 +418,7 @@ static const tf_model_vtable bert_vtable = {
     .reserve = bert_reserve_slot,
     .set_step = bert_set_step,
     .read_loss = bert_read_loss,
+    .set_rows = bert_set_rows,
 };
 
 TF_PLUGIN_DEFINE(TF_KIND_MODEL, "bert", "1.0.0",

@@ -18,7 +18,29 @@
  * ABI 1.0: every slot is required except those marked optional. New slots
  * are appended at the end and read through TF_HAS(); ABI 1.1 added
  * host_memory, native_stream, device_count; ABI 1.2 cross_entropy_ex and
- * adamw_ex (descriptor structs whose first field is their size).
+ * adamw_ex (descriptor structs whose first field is their size); ABI 1.3
+ * dropout_fwd_ex, attention_fwd_ex and attention_bwd_ex (dropout masks by
+ * global row, below).
+ *
+ * Dropout masks (every backend draws the same bits, so the op suites compare
+ * backends with dropout on). A mask is a pure function of
+ * (seed, offset, global row g, element j within the row):
+ *   key      = { seed & 0xffffffff, seed >> 32 }
+ *   c        = j / 4,  o = offset + g   (64-bit, wrapping)
+ *   counter  = { c & 0xffffffff, c >> 32, o & 0xffffffff, o >> 32 }
+ *   w        = word (j % 4) of Philox4x32-10(counter, key)  (Salmon et al., SC'11)
+ *   keep     = (w >> 8) >= ceil(p * 2^24)       i.e. u = (w >> 8) / 2^24 >= p
+ * Row b of an op's tensor is global row g = row_first + b * row_stride (the
+ * ex slots take both; the 1.0 slots use row_first 0, row_stride 1). The
+ * element index j within a row:
+ *   dropout_fwd_ex: j in [0, row_elems), the row's elements in memory order;
+ *   dropout_fwd (1.0): the whole tensor is one row (g = 0, j = element index);
+ *   attention: probability (h, query i, key k) of sequence b is
+ *     j = (h * 2^16 + i) * 2^16 + k   (seq <= 65536), so a row's mask does not
+ *     depend on the padded length of the batch it is in.
+ * A model gives each sample a global row index (its position in the epoch's
+ * sample order, tfcore/model.h set_rows) and a per-epoch offset, so a sample
+ * draws the same mask whichever worker, batch or micro-batch it lands in.
  */
 #ifndef TFCORE_BACKEND_H
 #define TFCORE_BACKEND_H
@@ -116,7 +138,8 @@ typedef struct tf_attention_desc {
     int batch, seq, heads, head_dim;
     float scale;          /* 1/sqrt(head_dim) for BERT */
     float dropout;        /* 0 in eval */
-    uint64_t seed, offset; /* dropout random stream: same (seed, offset) = same mask */
+    uint64_t seed, offset; /* dropout random stream ("Dropout masks" above): the
+                              1.0 slots draw row b of the batch as global row b */
     tf_dtype dtype;
     tf_matmul_mode mode;
 } tf_attention_desc;
@@ -188,6 +211,23 @@ typedef struct tf_adamw_desc {
     tf_adamw_hyper hyper; /* checked as the adamw slot checks it */
     tf_adamw_rule rule;
 } tf_adamw_desc;
+
+/* --- ABI 1.3: dropout by global row ("Dropout masks" at the top) -------------
+ * Inverted dropout over `rows` rows of `row_elems` elements (x, y, keep:
+ * [rows, row_elems], contiguous): y = x * keep / (1-p), keep (u8 0/1) saved
+ * for dropout_bwd. Row b's mask is that of global row row_first + b*row_stride.
+ * y may alias x. */
+typedef struct tf_dropout_desc {
+    uint32_t size;          /* sizeof(tf_dropout_desc) */
+    const void *x;          /* [rows, row_elems] dt */
+    void *y;                /* [rows, row_elems] dt */
+    uint8_t *keep;          /* [rows, row_elems] u8 */
+    size_t rows, row_elems;
+    float p;                /* drop probability in [0, 1] */
+    tf_dtype dt;
+    uint64_t seed, offset;
+    uint64_t row_first, row_stride;
+} tf_dropout_desc;
 
 typedef struct tf_backend_vtable {
     uint32_t size; /* TF_VTABLE_SIZE(tf_backend_vtable) */
@@ -268,7 +308,8 @@ typedef struct tf_backend_vtable {
     tf_status (*tanh_bwd)(tf_backend *be, tf_stream *s, const void *dy, const void *y,
                           void *dx, size_t n, tf_dtype dt, tf_error *err);
     /* Inverted dropout: y = x * keep / (1-p); keep[n] (u8, 0/1) saved for backward.
-     * The mask is a pure function of (seed, offset, element index). y may alias x. */
+     * The mask is "Dropout masks" above with the n elements as one row (g = 0).
+     * y may alias x. */
     tf_status (*dropout_fwd)(tf_backend *be, tf_stream *s, const void *x, void *y,
                              uint8_t *keep, size_t n, float p, uint64_t seed, uint64_t offset,
                              tf_dtype dt, tf_error *err);
@@ -342,6 +383,22 @@ typedef struct tf_backend_vtable {
     tf_status (*adamw_ex)(tf_backend *be, tf_stream *s, float *params, const float *grads,
                           float *m, float *v, const tf_adamw_segment *segs, size_t nsegs,
                           const tf_adamw_desc *d, tf_error *err);
+
+    /* --- appended in ABI 1.3: optional, read through TF_HAS() ------------------ */
+    /* Dropout by global row (tf_dropout_desc). */
+    tf_status (*dropout_fwd_ex)(tf_backend *be, tf_stream *s, const tf_dropout_desc *d,
+                                tf_error *err);
+    /* attention_fwd / attention_bwd with sequence b's dropout mask that of
+     * global row row_first + b * row_stride; the backward must get the
+     * forward's rows (a backend may recompute the mask instead of saving it). */
+    tf_status (*attention_fwd_ex)(tf_backend *be, tf_stream *s, const tf_attention_desc *d,
+                                  uint64_t row_first, uint64_t row_stride, const void *qkv,
+                                  const int32_t *mask, void *out, void *save, bool train,
+                                  tf_error *err);
+    tf_status (*attention_bwd_ex)(tf_backend *be, tf_stream *s, const tf_attention_desc *d,
+                                  uint64_t row_first, uint64_t row_stride, const void *qkv,
+                                  const int32_t *mask, const void *out, const void *save,
+                                  const void *dout, void *dqkv, tf_error *err);
 } tf_backend_vtable;
 
 #ifdef __cplusplus

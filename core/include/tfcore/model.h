@@ -5,7 +5,7 @@
  * activations. It computes only through the backend vtable it is given.
  *
  * ABI 1.2 (read_loss, tf_model_create_args.defer_loss and
- * .label_smoothing_factor appended). New slots are appended at the end and
+ * .label_smoothing_factor appended); ABI 1.3 (set_rows). New slots are appended at the end and
  * read through TF_HAS().
  */
 #ifndef TFCORE_MODEL_H
@@ -133,6 +133,16 @@ typedef struct tf_model_vtable {
      * With defer_loss this waits for the loss's copy to the host, i.e. for
      * that forward on the device, not for work queued after it (backward). */
     tf_status (*read_loss)(tf_model *m, float *loss, tf_error *err);
+    /* --- appended in ABI 1.3: optional, read through TF_HAS() ------------------ */
+    /* Where the next training forward's rows sit in the run's sample order:
+     * row b of the batch is sample `first + b * stride` of epoch `epoch`'s
+     * order (the position in the global permutation, the same whatever the
+     * world size, strategy or micro-batch split). A model that has set_rows
+     * draws each row's dropout mask from (seed, epoch, that position) only
+     * (tfcore/backend.h "Dropout masks"), so one worker with batch B*N and N
+     * workers with batch B draw the same masks; the trainer then calls
+     * set_rows instead of set_step. Positions and epochs are below 2^32. */
+    void (*set_rows)(tf_model *m, uint64_t epoch, uint64_t first, uint64_t stride);
 } tf_model_vtable;
 
 #ifdef __cplusplus
