@@ -64,6 +64,13 @@ typedef struct tf_comm_init_args {
 #define TF_COMM_TIMEOUT_DEFAULT 600.0
 #define TF_COMM_TIMEOUT_MIN 0.1
 #define TF_COMM_TIMEOUT_MAX 604800.0
+/* Such a plugin gives up this many seconds after comm.timeout_s, so that the
+ * launching tfcore, which reads every rank's recorder, reports first (a
+ * plugin's error would end its rank, and mpirun continues a stopped rank
+ * with SIGCONT before it kills it: the report would no longer see it
+ * stopped). Where nothing watches (ranks you start with mpirun or srun) the
+ * plugin's error and the rank's own line are the report. */
+#define TF_COMM_TIMEOUT_GRACE_S 2.0
 
 /* Bytes of the TF_LAUNCH_PROCESSES shared region. */
 #define TF_COMM_SHARED_BYTES 65536
