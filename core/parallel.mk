@@ -20,3 +20,9 @@ tests_params_diff_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_params_diff_LDADD = $(TEST_LDADD) -lm
 TESTS += tests/test_parallel.sh
 EXTRA_DIST += tests/test_parallel.sh
+# The collectives' flight recorder and its report (comm_recorder.c).
+check_PROGRAMS += tests/test_comm_recorder
+tests_test_comm_recorder_SOURCES = tests/test_comm_recorder.c
+tests_test_comm_recorder_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_test_comm_recorder_LDADD = $(TEST_LDADD)
+TESTS += tests/test_comm_recorder

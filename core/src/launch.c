@@ -570,6 +570,7 @@ static tf_status self_exe(char *out, size_t n, tf_error *err)
  * `deadline` (tf_now()), or it is stopped. */
 typedef struct start_wait {
     const char *path;
+    const char *rec_path; /* the ranks' flight recorder file: removed too once all started (mapped) */
     int want, got;
     double deadline;
     bool done, timed_out;
@@ -582,6 +583,7 @@ static void poll_start(start_wait *sw)
     if (sw->got >= sw->want) {
         sw->done = true;
         unlink(sw->path); /* not needed any more: a launcher killed later leaves nothing */
+        if (sw->rec_path && sw->rec_path[0]) unlink(sw->rec_path); /* every rank mapped it before it reported */
     } else if (tf_now() > sw->deadline) sw->timed_out = true;
 }
 
@@ -921,7 +923,7 @@ static tf_status relaunch_under_mpirun(const tf_plan *plan, int world, int argc,
     free(args);
     int status = 0, stopped = 0;
     pid_t pids[1] = {pid};
-    start_wait sw = {ready, world, 0, tf_now() + plan->comm.mpirun_start_timeout, false, false};
+    start_wait sw = {ready, rec_path, world, 0, tf_now() + plan->comm.mpirun_start_timeout, false, false};
     /* mpirun kills its ranks on SIGTERM and SIGINT but passes SIGUSR1 on to
      * them (Open MPI's default): each is asked to stop with that */
     stall_watch stall = {rec, plan->comm.timeout_s, 0, false, {0}};

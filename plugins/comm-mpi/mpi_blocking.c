@@ -2,13 +2,10 @@
  * from a root, barrier. Device buffers follow the comm's path (as is, after a
  * stream sync, or staged through one pinned host buffer kept in the comm);
  * buffers longer than chunk_elements go as several MPI calls. The whole
- * operation holds cm_lock (the staging buffer is the comm's) except while
- * cm_poll sleeps between tests: each call is the non-blocking MPI call and
- * cm_poll, so a rank waits without spinning and gives up after
- * comm.timeout_s. */
+ * operation holds cm_lock: the staging buffer is the comm's, and the progress
+ * thread must not test requests meanwhile. */
 #include <limits.h>
 #include <stdint.h>
-#include <stdio.h>
 
 #include "comm_mpi.h"
 
@@ -36,7 +33,6 @@ static tf_status mpi_side(tf_comm *c, cm_path path, void *buf, size_t bytes, con
 static tf_status reduce_locked(tf_comm *c, void *buf, size_t count, tf_dtype dt,
                                tf_reduce_op op, int root, tf_error *err)
 {
-    double deadline = cm_now() + c->timeout_s + CM_TIMEOUT_GRACE_S;
     MPI_Datatype type = cm_reduce_type(dt);
     size_t esize = tf_dtype_size(dt), bytes = count * esize;
     cm_path path = cm_reduction_path(c, dt, op);
@@ -47,14 +43,11 @@ static tf_status reduce_locked(tf_comm *c, void *buf, size_t count, tf_dtype dt,
     for (size_t off = 0; off < count; off += c->chunk) {
         size_t n = count - off < c->chunk ? count - off : c->chunk;
         char *at = (char *)p + off * esize;
-        MPI_Request req;
-        int rc = MPI_Ireduce(c->rank == root ? MPI_IN_PLACE : at, at, (int)n, type, MPI_SUM, root,
-                             c->comm, &req);
-        char what[128];
-        snprintf(what, sizeof what, "MPI_Ireduce of %zu %s to root %d (elements %zu..%zu)", count,
-                 tf_dtype_name(dt), root, off, off + n - 1);
-        if (rc != MPI_SUCCESS) return cm_mpi_fail(c, err, rc, "%s", what);
-        if ((st = cm_poll(c, &req, 1, deadline, what, err))) return st;
+        int rc = MPI_Reduce(c->rank == root ? MPI_IN_PLACE : at, at, (int)n, type, MPI_SUM, root,
+                            c->comm);
+        if (rc != MPI_SUCCESS)
+            return cm_mpi_fail(c, err, rc, "MPI_Reduce of %zu %s to root %d (elements %zu..%zu)",
+                               count, tf_dtype_name(dt), root, off, off + n - 1);
     }
     if (c->rank != root || count == 0) return TF_OK;
     if (op == TF_REDUCE_AVG &&
@@ -88,7 +81,6 @@ tf_status cm_reduce(tf_comm *c, void *buf, size_t count, tf_dtype dt, tf_reduce_
 static tf_status broadcast_locked(tf_comm *c, void *buf, size_t bytes, tf_dtype dt, int root,
                                   tf_error *err)
 {
-    double deadline = cm_now() + c->timeout_s + CM_TIMEOUT_GRACE_S;
     void *p;
     tf_status st = mpi_side(c, c->path, buf, bytes, "broadcast", &p, err);
     if (st) return st;
@@ -99,13 +91,11 @@ static tf_status broadcast_locked(tf_comm *c, void *buf, size_t bytes, tf_dtype 
     if (chunk > INT_MAX) chunk = INT_MAX;
     for (size_t off = 0; off < bytes; off += chunk) {
         size_t n = bytes - off < chunk ? bytes - off : chunk;
-        MPI_Request req;
-        int rc = MPI_Ibcast((char *)p + off, (int)n, MPI_BYTE, root, c->comm, &req);
-        char what[128];
-        snprintf(what, sizeof what, "MPI_Ibcast of %zu bytes (%s) from root %d (bytes %zu..%zu)", bytes,
-                 tf_dtype_name(dt), root, off, off + n - 1);
-        if (rc != MPI_SUCCESS) return cm_mpi_fail(c, err, rc, "%s", what);
-        if ((st = cm_poll(c, &req, 1, deadline, what, err))) return st;
+        int rc = MPI_Bcast((char *)p + off, (int)n, MPI_BYTE, root, c->comm);
+        if (rc != MPI_SUCCESS)
+            return cm_mpi_fail(c, err, rc,
+                               "MPI_Bcast of %zu bytes (%s) from root %d (bytes %zu..%zu)",
+                               bytes, tf_dtype_name(dt), root, off, off + n - 1);
     }
     if (p != buf && c->rank != root) st = cm_to_device(c, buf, p, bytes, "broadcast", err);
     return st;
@@ -133,12 +123,9 @@ tf_status cm_broadcast(tf_comm *c, void *buf, size_t count, tf_dtype dt, int roo
 tf_status cm_barrier(tf_comm *c, tf_error *err)
 {
     if (!c) return cm_fail(c, err, "barrier: comm is NULL");
-    double deadline = cm_now() + c->timeout_s + CM_TIMEOUT_GRACE_S;
     pthread_mutex_lock(&cm_lock);
-    MPI_Request req;
-    int rc = MPI_Ibarrier(c->comm, &req);
-    tf_status st = rc == MPI_SUCCESS ? cm_poll(c, &req, 1, deadline, "MPI_Ibarrier", err)
-                                     : cm_mpi_fail(c, err, rc, "MPI_Ibarrier");
+    int rc = MPI_Barrier(c->comm);
     pthread_mutex_unlock(&cm_lock);
-    return st;
+    if (rc != MPI_SUCCESS) return cm_mpi_fail(c, err, rc, "MPI_Barrier");
+    return TF_OK;
 }
