@@ -79,14 +79,26 @@ void tf_trainer_comm_abort(tf_trainer *t, const char *why)
     if (t->comm && TF_HAS(t->cvt, abort)) t->cvt->abort(t->comm, why);
 }
 
+/* Collective seq returned: it left it. A failed one stays the one the rank
+ * is in, for the launcher's report (comm_recorder.h). */
+static void unblock(tf_comm_rank_log *rec, uint64_t seq)
+{
+    tf_comm_rec_exit(rec, seq);
+    tf_comm_rec_block(rec, 0);
+}
+
 /* Run op on host[count] through backend memory: directly for a host backend,
  * else through the scratch (small) or a temporary buffer (large). */
 typedef tf_status (*collective_fn)(tf_trainer *t, void *buf, size_t count, tf_dtype dt, int arg, tf_error *err);
 
 static tf_status staged(tf_trainer *t, void *host, size_t count, tf_dtype dt, int arg, collective_fn fn,
-                        tf_error *err)
+                        tf_comm_kind kind, tf_error *err)
 {
     double t0 = tf_now();
+    /* recorded up to the result on the host: a plugin whose wait only orders
+     * streams (nccl) completes here, in the copy back */
+    uint64_t seq = tf_comm_rec_enter(t->rec, kind, count * tf_dtype_size(dt), 0, 0);
+    tf_comm_rec_block(t->rec, seq);
     tf_status st;
     if (host_backend(t)) {
         st = fn(t, host, count, dt, arg, err);
@@ -103,51 +115,36 @@ static tf_status staged(tf_trainer *t, void *host, size_t count, tf_dtype dt, in
         if (!st) st = t->bvt->stream_sync(t->be, NULL, err);
         if (dev != t->comm_scratch) t->bvt->free(t->be, dev, TF_MEM_DEVICE);
     }
+    if (!st) unblock(t->rec, seq);
     double d = tf_now() - t0;
     t->phase[TF_PHASE_COMM] += d;
     t->comm_exposed += d;
     return st;
 }
 
-/* Collective seq returned: it left it. A failed one stays the one the rank
- * is in, for the launcher's report (comm_recorder.h). */
-static void unblock(tf_comm_rank_log *rec, uint64_t seq)
-{
-    tf_comm_rec_exit(rec, seq);
-    tf_comm_rec_block(rec, 0);
-}
-
 static tf_status do_allreduce(tf_trainer *t, void *buf, size_t count, tf_dtype dt, int op, tf_error *err)
 {
     tf_comm_request *req = NULL;
-    uint64_t seq = tf_comm_rec_enter(t->rec, TF_COMM_ALLREDUCE, count * tf_dtype_size(dt), 0, 0);
-    tf_comm_rec_block(t->rec, seq);
     tf_status st = t->cvt->allreduce_start(t->comm, buf, count, dt, (tf_reduce_op)op, &req, err);
-    if (!st) st = t->cvt->wait(t->comm, req, err);
-    if (!st) unblock(t->rec, seq);
-    return st;
+    return st ? st : t->cvt->wait(t->comm, req, err);
 }
 
 static tf_status do_broadcast(tf_trainer *t, void *buf, size_t count, tf_dtype dt, int root, tf_error *err)
 {
-    uint64_t seq = tf_comm_rec_enter(t->rec, TF_COMM_BROADCAST, count * tf_dtype_size(dt), 0, 0);
-    tf_comm_rec_block(t->rec, seq);
-    tf_status st = t->cvt->broadcast(t->comm, buf, count, dt, root, err);
-    if (!st) unblock(t->rec, seq);
-    return st;
+    return t->cvt->broadcast(t->comm, buf, count, dt, root, err);
 }
 
 tf_status tf_trainer_allreduce_host(tf_trainer *t, void *host, size_t count, tf_dtype dt, tf_reduce_op op,
                                     tf_error *err)
 {
     if (!t->comm || count == 0) return TF_OK;
-    return staged(t, host, count, dt, (int)op, do_allreduce, err);
+    return staged(t, host, count, dt, (int)op, do_allreduce, TF_COMM_ALLREDUCE, err);
 }
 
 tf_status tf_trainer_broadcast_host(tf_trainer *t, void *host, size_t count, tf_dtype dt, int root, tf_error *err)
 {
     if (!t->comm || count == 0) return TF_OK;
-    return staged(t, host, count, dt, root, do_broadcast, err);
+    return staged(t, host, count, dt, root, do_broadcast, TF_COMM_BROADCAST, err);
 }
 
 tf_status tf_trainer_broadcast_params(tf_trainer *t, tf_error *err)
