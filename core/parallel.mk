@@ -1,14 +1,15 @@
 # core/parallel.mk — a job of several workers: who each worker is
 # (worker.h), how they are started and stopped together (launch.c), the
 # trainer's collectives (trainer_comm.c) and DDP's overlapped gradient
-# buckets (grad_buckets.c). The comm plugins themselves live in plugins/comm-*.
+# buckets (grad_buckets.c), the collectives' flight recorder (comm_recorder.c). The comm plugins themselves live in plugins/comm-*.
 core_libtfcore_la_SOURCES += \
 	core/src/worker.h \
 	core/src/launch.c core/src/launch.h \
 	core/src/stop_signal.c core/src/stop_signal.h \
 	core/src/preflight.c core/src/preflight.h \
 	core/src/trainer_comm.c \
-	core/src/grad_buckets.c core/src/grad_buckets.h
+	core/src/grad_buckets.c core/src/grad_buckets.h \
+	core/src/comm_recorder.c core/src/comm_recorder.h
 
 # The strategies end to end: equivalence with one worker, overlap order,
 # uneven shards, killed workers (tests/test_parallel.sh), and the tool that
@@ -19,3 +20,9 @@ tests_params_diff_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_params_diff_LDADD = $(TEST_LDADD) -lm
 TESTS += tests/test_parallel.sh
 EXTRA_DIST += tests/test_parallel.sh
+# The collectives' flight recorder and its report (comm_recorder.c).
+check_PROGRAMS += tests/test_comm_recorder
+tests_test_comm_recorder_SOURCES = tests/test_comm_recorder.c
+tests_test_comm_recorder_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_test_comm_recorder_LDADD = $(TEST_LDADD)
+TESTS += tests/test_comm_recorder

@@ -59,6 +59,10 @@ EXTRA_DIST += tests/test_preempt.sh
 # preflight: ranks started with another -o value or data file stop before step 1
 TESTS += tests/test_preflight.sh
 EXTRA_DIST += tests/test_preflight.sh
+# collective timeouts: a stalled rank of mpi, the process launcher or dp-master
+# ends the job within comm.timeout_s + 30 s, named by the flight recorder
+TESTS += tests/test_comm_timeout.sh
+EXTRA_DIST += tests/test_comm_timeout.sh
 TESTS += tests/test_trainer_options.sh
 EXTRA_DIST += tests/test_trainer_options.sh
 TESTS += tests/test_predict_checks.sh

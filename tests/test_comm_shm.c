@@ -627,7 +627,7 @@ START_TEST(test_config_errors)
     ck_assert_int_eq(check_text("comm = {\n  plugin = \"shm\";\n  timeout_s = 2.5;\n  slot_kb = 4;\n};\n", &err), TF_OK);
     ck_assert_int_eq(check_text("comm = {\n  plugin = \"shm\";\n};\n", &err), TF_OK);
     ck_assert_int_eq(check_text("comm = {\n  plugin = \"shm\";\n  timeout_s = -1;\n};\n", &err), TF_ERR_CONFIG);
-    ck_assert_str_eq(err.msg, "shm.cfg:3: comm.timeout_s must be in [0.01, 86400], got -1");
+    ck_assert_str_eq(err.msg, "shm.cfg:3: comm.timeout_s must be in [0.1, 604800], got -1");
     ck_assert_int_eq(check_text("comm = {\n  plugin = \"shm\";\n  timeout_s = \"soon\";\n};\n", &err), TF_ERR_CONFIG);
     ck_assert_ptr_nonnull(strstr(err.msg, "shm.cfg:3: comm.timeout_s must be a number"));
     ck_assert_int_eq(check_text("comm = {\n  plugin = \"shm\";\n\n  slot_kb = 0;\n};\n", &err), TF_ERR_CONFIG);

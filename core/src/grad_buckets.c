@@ -69,9 +69,13 @@ static void start(tf_grad_buckets *b, size_t offset, size_t count)
     g->offset = offset;
     g->count = count;
     g->req = NULL;
+    g->seq = tf_comm_rec_enter(b->rec, TF_COMM_ALLREDUCE, count * sizeof(float), (int)b->ninflight + 1,
+                               (int)b->last_nbuckets);
     tf_grad_buckets_trace(b, "allreduce_start", offset, count);
+    tf_comm_rec_block(b->rec, g->seq); /* a start may wait too (dp-master's is synchronous) */
     b->st = b->cvt->allreduce_start(b->comm, b->grads + offset, count, TF_DTYPE_F32, TF_REDUCE_AVG, &g->req,
                                     &b->err);
+    if (!b->st) tf_comm_rec_block(b->rec, 0); /* a failed one stays the one the rank is in */
     if (!b->st) {
         b->ninflight++;
         b->started += count;
@@ -147,13 +151,19 @@ tf_status tf_grad_buckets_finish(tf_grad_buckets *b, double *span, double *expos
     /* wait for every started bucket even after an error, so none is left in flight */
     for (size_t i = 0; i < b->ninflight; i++) {
         tf_error e = {0};
+        if (!st) tf_comm_rec_block(b->rec, b->inflight[i].seq); /* after an error: the failed one */
         tf_status w = b->cvt->wait(b->comm, b->inflight[i].req, &e);
         tf_grad_buckets_trace(b, "allreduce_done", b->inflight[i].offset, b->inflight[i].count);
+        if (!w && !st) {
+            tf_comm_rec_exit(b->rec, b->inflight[i].seq);
+            tf_comm_rec_block(b->rec, 0);
+        }
         if (w && !st) st = tf_error_set(err, w, "%s", e.msg);
     }
     double t1 = tf_now();
     *exposed = t1 - t0;
     *span = b->ninflight ? t1 - b->first_start : 0;
+    b->last_nbuckets = b->ninflight;
     b->ninflight = 0;
     return st;
 }

@@ -16,12 +16,14 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "comm_recorder.h"
 #include "tfcore/comm.h"
 #include "tfcore/error.h"
 
 typedef struct tf_grad_bucket {
     size_t offset, count;   /* elements of grads */
     tf_comm_request *req;
+    uint64_t seq;           /* its number in the flight recorder */
 } tf_grad_bucket;
 
 typedef struct tf_grad_buckets {
@@ -37,6 +39,8 @@ typedef struct tf_grad_buckets {
     double first_start;        /* tf_now() of the step's first start (for the comm span) */
     tf_status st;              /* the first error inside a ready callback (it cannot return one) */
     tf_error err;
+    tf_comm_rank_log *rec;     /* the rank's flight recorder slot (comm_recorder.h), or NULL */
+    size_t last_nbuckets;      /* buckets the previous step had (the recorder's "of n"; 0: first step) */
     FILE *trace;               /* TFCORE_TRACE_COMM: one line per event, or NULL */
     double trace_t0;
 } tf_grad_buckets;

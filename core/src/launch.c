@@ -25,6 +25,7 @@
 #ifndef TF_MPIRUN
 #define TF_MPIRUN "mpirun" /* compiled outside the configured tree (scripts/fuzz.sh) */
 #endif
+#include "comm_recorder.h"
 #include "launch.h"
 #include "stop_signal.h"
 #include "trainer.h"
@@ -35,6 +36,10 @@
 #define ENV_RANK "TFCORE_WORKER_RANK"
 #define ENV_WORLD "TFCORE_WORKER_WORLD"
 #define ENV_SHM_FD "TFCORE_WORKER_SHM_FD"
+#define ENV_REC_FD "TFCORE_WORKER_RECORDER_FD" /* the flight recorder's memfd */
+/* For a job mpirun starts on this machine: the flight recorder's file in
+ * /dev/shm, that every rank maps and the launching tfcore watches. */
+#define ENV_RECORDER_FILE "TFCORE_COMM_RECORDER"
 /* Set in the job tfcore starts under mpirun, so it never re-executes twice. */
 #define ENV_RELAUNCHED "TFCORE_MPI_RELAUNCHED"
 /* For a job mpirun starts on this machine: the file each rank appends one
@@ -56,6 +61,10 @@
 /* Seconds workers get to finish their step and save a checkpoint after the
  * launcher passed them a stop signal (stop_signal.h), before SIGKILL. */
 #define SIGNAL_GRACE_SECONDS 120.0
+/* How often a launcher looks at the flight recorder for an overdue collective. */
+#define WATCH_INTERVAL_NS (50 * 1000 * 1000)
+/* The report of an overdue collective: a headline and one line per rank. */
+#define REPORT_BYTES 65536
 
 static bool env_int(const char *name, int *out)
 {
@@ -109,6 +118,112 @@ static void set_worker_logging(int rank, int world)
     char prefix[32];
     snprintf(prefix, sizeof prefix, "[rank %d] ", rank);
     tf_log_set_prefix(prefix); /* every worker's lines name it; only rank 0 prints progress and results */
+}
+
+/* --- the flight recorder (comm_recorder.h) ---------------------------------------- */
+
+/* Print the report of an overdue collective, one log line per line; the
+ * headline (its first line) into err. */
+static void print_overdue(const char *report, tf_error *err)
+{
+    const char *p = report;
+    bool first = true;
+    while (*p) {
+        const char *nl = strchr(p, '\n');
+        int len = nl ? (int)(nl - p) : (int)strlen(p);
+        if (first) tf_error_set(err, TF_ERR_RUNTIME, "%.*s; the job was stopped", len, p);
+        else tf_log(TF_LOG_ERROR, "%.*s", len, p);
+        first = false;
+        p += len + (nl ? 1 : 0);
+    }
+    fflush(stderr);
+}
+
+/* A recorder in memory every worker process maps: a memfd (inherited
+ * across exec, as the comm's shared region), or a file under /dev/shm when
+ * path is given (mpirun's ranks are not our children). */
+static tf_comm_recorder *recorder_create(int world, int *fd_out, char *path, size_t path_n, tf_error *err)
+{
+    size_t bytes = tf_comm_recorder_bytes(world);
+    int fd;
+    if (path) {
+        const char *dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm"
+                          : getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+        snprintf(path, path_n, "%s/tfcore-comm-XXXXXX", dir);
+        fd = mkostemp(path, O_CLOEXEC);
+    } else {
+        fd = memfd_create("tfcore-comm-recorder", 0);
+    }
+    if (fd < 0 || ftruncate(fd, (off_t)bytes) != 0) {
+        tf_error_set(err, TF_ERR_RUNTIME, "cannot create the collectives' recorder%s%s: %s", path ? " " : "",
+                     path ? path : "", strerror(errno));
+        if (fd >= 0) close(fd);
+        if (path && fd >= 0) unlink(path);
+        return NULL;
+    }
+    void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (m == MAP_FAILED) {
+        tf_error_set(err, TF_ERR_RUNTIME, "cannot map the collectives' recorder: %s", strerror(errno));
+        close(fd);
+        if (path) unlink(path);
+        return NULL;
+    }
+    tf_comm_recorder_init(m, world);
+    if (fd_out) *fd_out = fd;
+    else close(fd);
+    return m;
+}
+
+/* Map the recorder a launcher made (fd, or the file at path); NULL when it
+ * is not one for `world` ranks of this build (the rank then keeps its own). */
+static tf_comm_recorder *recorder_attach(int fd, const char *path, int world)
+{
+    size_t bytes = tf_comm_recorder_bytes(world);
+    if (path && (fd = open(path, O_RDWR | O_CLOEXEC)) < 0) return NULL;
+    struct stat sb;
+    void *m = MAP_FAILED;
+    if (fstat(fd, &sb) == 0 && (size_t)sb.st_size >= bytes)
+        m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED) return NULL;
+    if (!tf_comm_recorder_valid(m, bytes, world)) {
+        munmap(m, bytes);
+        return NULL;
+    }
+    return m;
+}
+
+static void recorder_free(tf_comm_recorder *r, int world)
+{
+    if (r) munmap(r, tf_comm_recorder_bytes(world));
+}
+
+/* What a launcher watches: the recorder, and what it found. */
+typedef struct stall_watch {
+    const tf_comm_recorder *rec;
+    double timeout_s;
+    double next;       /* tf_now() of the next look */
+    bool fired;
+    tf_error err;      /* the headline, once fired */
+} stall_watch;
+
+/* Look (at most every WATCH_INTERVAL_NS, or now when `force`): true when a
+ * collective is overdue, after printing the report. */
+static bool stall_check(stall_watch *sw, bool force)
+{
+    if (!sw || !sw->rec || sw->fired) return false;
+    double now = tf_now();
+    if (!force && now < sw->next) return false;
+    sw->next = now + WATCH_INTERVAL_NS * 1e-9;
+    char *report = malloc(REPORT_BYTES);
+    if (!report) return false;
+    bool overdue = tf_comm_recorder_overdue(sw->rec, now, sw->timeout_s, report, REPORT_BYTES);
+    if (overdue) {
+        print_overdue(report, &sw->err);
+        sw->fired = true;
+    }
+    free(report);
+    return overdue;
 }
 
 /* --- hints and checks before any work ---------------------------------------- */
@@ -239,6 +354,13 @@ static tf_status run_one(const tf_plan *plan, const tf_worker *w, tf_error *err)
     if (!st) st = tf_trainer_run(&t, err);
     if (st && w->world > 1) {
         tf_log(TF_LOG_ERROR, "%s", err->msg);
+        /* no launcher reads this rank's recorder: say where it is itself */
+        if (!w->recorder && t.rec_own && tf_comm_recorder_oldest(t.rec_own, tf_now()) >= plan->comm.timeout_s) {
+            char line[512];
+            tf_comm_recorder_rank_line(t.rec_own, 0, tf_now(), line, sizeof line);
+            tf_log(TF_LOG_ERROR, "collective timeout (comm.timeout_s = %g): %s", plan->comm.timeout_s,
+                   line + strlen("rank 0: "));
+        }
         fflush(stderr);
         tf_trainer_comm_abort(&t, err->msg);
         err->msg[0] = '\0'; /* printed */
@@ -261,6 +383,50 @@ typedef struct thread_worker {
     thread_job *job;
     bool set_up;
 } thread_worker;
+
+/* The thread that watches the replicas' recorder: on an overdue collective
+ * it prints the report and wakes every waiting replica with an error
+ * (comm abort); a replica that does not end within STOP_GRACE_SECONDS (it
+ * is stuck outside the comm) ends the process. */
+typedef struct thread_watch {
+    stall_watch sw;
+    thread_worker *tw;
+    int world;
+    pthread_mutex_t lock;
+    pthread_cond_t cv;
+    bool done; /* every worker thread has ended */
+} thread_watch;
+
+static void *watch_threads(void *arg)
+{
+    thread_watch *tw = arg;
+    pthread_mutex_lock(&tw->lock);
+    while (!tw->done) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += WATCH_INTERVAL_NS;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&tw->cv, &tw->lock, &until);
+        if (tw->done || !stall_check(&tw->sw, false)) continue;
+        pthread_mutex_unlock(&tw->lock);
+        for (int r = 0; r < tw->world; r++) tf_trainer_comm_abort(&tw->tw[r].t, tw->sw.err.msg);
+        pthread_mutex_lock(&tw->lock);
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += (time_t)STOP_GRACE_SECONDS;
+        while (!tw->done)
+            if (pthread_cond_timedwait(&tw->cv, &tw->lock, &until) == ETIMEDOUT) {
+                tf_log(TF_LOG_ERROR, "%s (a replica stuck outside the collectives did not stop: ending the process)",
+                       tw->sw.err.msg);
+                fflush(stderr);
+                _exit(TF_ERR_RUNTIME);
+            }
+    }
+    pthread_mutex_unlock(&tw->lock);
+    return NULL;
+}
 
 static void record_failure(thread_job *job, int rank, tf_status st, const tf_error *e)
 {
@@ -299,12 +465,24 @@ static tf_status run_threads(const tf_plan *plan, const tf_comm_vtable *cvt, int
     }
     thread_job job = {PTHREAD_MUTEX_INITIALIZER, -1, TF_OK, {0}};
     void *cell = NULL; /* the comm plugin's shared state (tfcore/comm.h) */
+    tf_comm_recorder *rec = calloc(1, tf_comm_recorder_bytes(world));
+    if (!rec) {
+        free(tw);
+        free(th);
+        free(started);
+        return tf_error_set(err, TF_ERR_RUNTIME, "out of memory for %d workers", world);
+    }
+    tf_comm_recorder_init(rec, world);
+    thread_watch watch = {{rec, plan->comm.timeout_s, 0, false, {0}}, tw, world, PTHREAD_MUTEX_INITIALIZER,
+                          PTHREAD_COND_INITIALIZER, false};
+    pthread_t watcher;
+    bool watching = false;
     tf_status st = TF_OK;
     int failed = -1;
     /* Set the workers up one after the other on this thread (plugins read the
      * config as they open), then connect them in rank order, as comm.h promises. */
     for (int r = 0; r < world && !st; r++) {
-        tf_worker w = {r, world, r, world, TF_LAUNCH_THREADS, cvt, &cell};
+        tf_worker w = {r, world, r, world, TF_LAUNCH_THREADS, cvt, &cell, rec};
         set_worker_logging(r, world);
         tw[r].job = &job;
         st = tf_trainer_setup(&tw[r].t, plan, &w, err);
@@ -327,9 +505,20 @@ static tf_status run_threads(const tf_plan *plan, const tf_comm_vtable *cvt, int
         }
         started[r] = true;
     }
+    if (!st && pthread_create(&watcher, NULL, watch_threads, &watch) == 0) watching = true;
     for (int r = 0; r < world; r++)
         if (started[r]) pthread_join(th[r], NULL);
-    if (!st && job.failed_rank >= 0) {
+    if (watching) {
+        pthread_mutex_lock(&watch.lock);
+        watch.done = true;
+        pthread_cond_signal(&watch.cv);
+        pthread_mutex_unlock(&watch.lock);
+        pthread_join(watcher, NULL);
+    }
+    if (!st && watch.sw.fired) { /* the replicas' errors only say they were stopped */
+        st = TF_ERR_RUNTIME;
+        *err = watch.sw.err;
+    } else if (!st && job.failed_rank >= 0) {
         failed = job.failed_rank;
         st = job.st;
         *err = job.err;
@@ -340,7 +529,8 @@ static tf_status run_threads(const tf_plan *plan, const tf_comm_vtable *cvt, int
     free(tw);
     free(th);
     free(started);
-    if (st && failed >= 0) tf_error_prefix(err, "rank %d", failed);
+    free(rec);
+    if (st && failed >= 0 && !watch.sw.fired) tf_error_prefix(err, "rank %d", failed);
     return st;
 }
 
@@ -380,6 +570,7 @@ static tf_status self_exe(char *out, size_t n, tf_error *err)
  * `deadline` (tf_now()), or it is stopped. */
 typedef struct start_wait {
     const char *path;
+    const char *rec_path; /* the ranks' flight recorder file: removed too once all started (mapped) */
     int want, got;
     double deadline;
     bool done, timed_out;
@@ -392,6 +583,7 @@ static void poll_start(start_wait *sw)
     if (sw->got >= sw->want) {
         sw->done = true;
         unlink(sw->path); /* not needed any more: a launcher killed later leaves nothing */
+        if (sw->rec_path && sw->rec_path[0]) unlink(sw->rec_path); /* every rank mapped it before it reported */
     } else if (tf_now() > sw->deadline) sw->timed_out = true;
 }
 
@@ -403,7 +595,21 @@ static void poll_start(start_wait *sw)
  * when the job has not reported its start by sw's deadline. Returns the index
  * of the first failure, or -1; *n_stopped counts the children that exited
  * with TF_EXIT_STOPPED. */
-static int watch_children(pid_t *pids, int n, int *fail_status, start_wait *sw, int forward_as, int *n_stopped)
+/* An overdue collective (stall): every worker the recorder names is killed
+ * (SIGKILL ends a stopped process too), and the children are asked to end
+ * (mpirun then reports its ranks' deaths and exits). */
+static void stop_stalled(pid_t *pids, int n, const stall_watch *stall)
+{
+    for (int k = 0; k < stall->rec->world; k++) {
+        pid_t p = (pid_t)stall->rec->rank[k].pid;
+        if (p > 1 && p != getpid()) kill(p, SIGKILL);
+    }
+    for (int i = 0; i < n; i++)
+        if (pids[i] > 0) kill(pids[i], SIGTERM);
+}
+
+static int watch_children(pid_t *pids, int n, int *fail_status, start_wait *sw, int forward_as, int *n_stopped,
+                          stall_watch *stall)
 {
     int alive = n, first = -1;
     *n_stopped = 0;
@@ -434,6 +640,10 @@ static int watch_children(pid_t *pids, int n, int *fail_status, start_wait *sw, 
                     kill_at = tf_now() + STOP_GRACE_SECONDS;
                 }
             }
+            if (kill_at == 0 && stall_check(stall, false)) {
+                stop_stalled(pids, n, stall);
+                kill_at = tf_now() + STOP_GRACE_SECONDS;
+            }
             if (kill_at > 0 && tf_now() > kill_at) {
                 for (int i = 0; i < n; i++)
                     if (pids[i] > 0) kill(pids[i], SIGKILL);
@@ -452,6 +662,8 @@ static int watch_children(pid_t *pids, int n, int *fail_status, start_wait *sw, 
         bool stopped = WIFEXITED(status) && WEXITSTATUS(status) == TF_EXIT_STOPPED;
         if (stopped) ++*n_stopped;
         bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0) && !stopped;
+        /* a rank that gave up in its collective (its own comm.timeout_s): say where every rank is */
+        if (failed && first < 0 && stall_check(stall, true)) stop_stalled(pids, n, stall);
         if (failed && first < 0) {
             first = r;
             *fail_status = status;
@@ -485,12 +697,20 @@ static tf_status run_processes(const tf_plan *plan, int world, int argc, char **
         if (fd >= 0) close(fd);
         return tf_error_set(err, TF_ERR_RUNTIME, "cannot create the workers' shared memory: %s", strerror(errno));
     }
+    int rec_fd = -1;
+    tf_comm_recorder *rec = recorder_create(world, &rec_fd, NULL, 0, err);
+    if (!rec) {
+        close(fd);
+        return TF_ERR_RUNTIME;
+    }
     char **args = calloc((size_t)argc + 2, sizeof *args);
     pid_t *pids = calloc((size_t)world, sizeof *pids);
     if (!args || !pids) {
         free(args);
         free(pids);
         close(fd);
+        close(rec_fd);
+        recorder_free(rec, world);
         return tf_error_set(err, TF_ERR_RUNTIME, "out of memory starting %d workers", world);
     }
     args[0] = exe;
@@ -519,6 +739,8 @@ static tf_status run_processes(const tf_plan *plan, int world, int argc, char **
             setenv(ENV_WORLD, v, 1);
             snprintf(v, sizeof v, "%d", fd);
             setenv(ENV_SHM_FD, v, 1);
+            snprintf(v, sizeof v, "%d", rec_fd);
+            setenv(ENV_REC_FD, v, 1);
             execv(exe, args);
             fprintf(stderr, "[rank %d] tfcore: error: cannot run %s: %s\n", r, exe, strerror(errno));
             _exit(TF_ERR_RUNTIME);
@@ -531,8 +753,12 @@ static tf_status run_processes(const tf_plan *plan, int world, int argc, char **
         for (int i = 0; i < started; i++) waitpid(pids[i], NULL, 0);
     } else {
         int status = 0, stopped = 0;
-        int failed = watch_children(pids, world, &status, NULL, 0, &stopped);
-        if (failed < 0 && stopped == world) {
+        stall_watch stall = {rec, plan->comm.timeout_s, 0, false, {0}};
+        int failed = watch_children(pids, world, &status, NULL, 0, &stopped, &stall);
+        if (stall.fired) {
+            st = TF_ERR_RUNTIME;
+            *err = stall.err;
+        } else if (failed < 0 && stopped == world) {
             tf_stop_mark_stopped(); /* each worker saved and said so */
         } else if (failed >= 0) {
             char how[128];
@@ -552,6 +778,8 @@ static tf_status run_processes(const tf_plan *plan, int world, int argc, char **
     free(args);
     free(pids);
     close(fd);
+    close(rec_fd);
+    recorder_free(rec, world);
     return st;
 }
 
@@ -569,10 +797,13 @@ static tf_status run_started_worker(const tf_plan *plan, const tf_comm_vtable *c
         return tf_error_set(err, TF_ERR_RUNTIME, "rank %d: cannot map the workers' shared memory: %s", rank,
                             strerror(errno));
     close(fd);
-    tf_worker w = {rank, world, rank, world, TF_LAUNCH_PROCESSES, cvt, shared};
+    tf_comm_recorder *rec = NULL;
+    if (env_int(ENV_REC_FD, &fd)) rec = recorder_attach(fd, NULL, world);
+    tf_worker w = {rank, world, rank, world, TF_LAUNCH_PROCESSES, cvt, shared, rec};
     tf_stop_install();
     tf_status st = run_one(plan, &w, err);
     munmap(shared, TF_COMM_SHARED_BYTES);
+    recorder_free(rec, world);
     return st;
 }
 
@@ -599,7 +830,7 @@ static tf_status relaunch_under_mpirun(const tf_plan *plan, int world, int argc,
     tf_status st = self_exe(exe, sizeof exe, err);
     if (st) return st;
     enum { MAX_EXTRA = 64 };
-    size_t cap = (size_t)argc + 24 + MAX_EXTRA;
+    size_t cap = (size_t)argc + 32 + MAX_EXTRA;
     char **args = calloc(cap, sizeof *args);
     char np[16], extra_buf[4096];
     if (!args) return tf_error_set(err, TF_ERR_RUNTIME, "out of memory");
@@ -627,13 +858,23 @@ static tf_status relaunch_under_mpirun(const tf_plan *plan, int world, int argc,
     args[k++] = ENV_RELAUNCHED;
     /* ranks on this machine report their start and watch this process */
     bool local = !mpirun_names_hosts(plan);
-    char ready[PATH_MAX] = "", launcher[32];
+    char ready[PATH_MAX] = "", launcher[32], rec_path[PATH_MAX] = "";
+    tf_comm_recorder *rec = NULL;
     if (local) {
+        if (!(rec = recorder_create(world, NULL, rec_path, sizeof rec_path, err))) {
+            free(args);
+            return TF_ERR_RUNTIME;
+        }
+        setenv(ENV_RECORDER_FILE, rec_path, 1);
+        args[k++] = "-x";
+        args[k++] = ENV_RECORDER_FILE;
         const char *tmpdir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
         snprintf(ready, sizeof ready, "%s/tfcore-mpi-start-XXXXXX", tmpdir);
         int rfd = mkostemp(ready, O_CLOEXEC);
         if (rfd < 0) {
             free(args);
+            unlink(rec_path);
+            recorder_free(rec, world);
             return tf_error_set(err, TF_ERR_RUNTIME, "cannot create %s: %s", ready, strerror(errno));
         }
         close(rfd);
@@ -660,6 +901,8 @@ static tf_status relaunch_under_mpirun(const tf_plan *plan, int world, int argc,
     if (pid < 0) {
         free(args);
         if (ready[0]) unlink(ready);
+        if (rec_path[0]) unlink(rec_path);
+        recorder_free(rec, world);
         return tf_error_set(err, TF_ERR_RUNTIME, "cannot start %s: fork: %s", TF_MPIRUN, strerror(errno));
     }
     if (pid == 0) {
@@ -680,14 +923,22 @@ static tf_status relaunch_under_mpirun(const tf_plan *plan, int world, int argc,
     free(args);
     int status = 0, stopped = 0;
     pid_t pids[1] = {pid};
-    start_wait sw = {ready, world, 0, tf_now() + plan->comm.mpirun_start_timeout, false, false};
+    start_wait sw = {ready, rec_path, world, 0, tf_now() + plan->comm.mpirun_start_timeout, false, false};
     /* mpirun kills its ranks on SIGTERM and SIGINT but passes SIGUSR1 on to
      * them (Open MPI's default): each is asked to stop with that */
-    int failed = watch_children(pids, 1, &status, local ? &sw : NULL, SIGUSR1, &stopped);
+    stall_watch stall = {rec, plan->comm.timeout_s, 0, false, {0}};
+    int failed = watch_children(pids, 1, &status, local ? &sw : NULL, SIGUSR1, &stopped, &stall);
     unsetenv(ENV_RELAUNCHED);
     unsetenv(ENV_READY_FILE);
     unsetenv(ENV_LAUNCHER_PID);
+    unsetenv(ENV_RECORDER_FILE);
     if (ready[0]) unlink(ready);
+    if (rec_path[0]) unlink(rec_path);
+    recorder_free(rec, world);
+    if (stall.fired) {
+        *err = stall.err;
+        return TF_ERR_RUNTIME;
+    }
     if (sw.timed_out)
         return tf_error_set(err, TF_ERR_RUNTIME,
                             "mpirun started %d of %d ranks in %g s (comm.mpirun_start_timeout); it was stopped",
@@ -719,9 +970,13 @@ static void *watch_launcher(void *arg)
     return NULL;
 }
 
-/* Report this rank's start to the launcher, and end with the launcher. */
-static void started_under_launcher(void)
+/* Report this rank's start to the launcher, and end with the launcher; the
+ * launcher's recorder for this rank's trainer, or NULL. */
+static tf_comm_recorder *started_under_launcher(int world)
 {
+    /* mapped before the start is reported: the launcher removes the file once all started */
+    const char *rec_path = getenv(ENV_RECORDER_FILE);
+    tf_comm_recorder *rec = rec_path && *rec_path ? recorder_attach(-1, rec_path, world) : NULL;
     const char *ready = getenv(ENV_READY_FILE);
     if (ready && *ready) {
         int fd = open(ready, O_WRONLY | O_APPEND | O_CLOEXEC);
@@ -735,6 +990,7 @@ static void started_under_launcher(void)
     if (env_int(ENV_LAUNCHER_PID, &launcher) && launcher > 1 &&
         pthread_create(&th, NULL, watch_launcher, (void *)(intptr_t)launcher) == 0)
         pthread_detach(th);
+    return rec;
 }
 
 /* --- the dispatcher ----------------------------------------------------------- */
@@ -776,16 +1032,18 @@ tf_status tf_launch_train(const tf_plan *plan, int argc, char **argv, tf_error *
     }
     if (external) {
         tf_stop_install();
-        if (getenv(ENV_RELAUNCHED)) started_under_launcher();
-        tf_worker w = {e.rank, e.size, e.local_rank, e.local_size, TF_LAUNCH_EXTERNAL, cvt, NULL};
-        return run_one(plan, &w, err);
+        tf_comm_recorder *rec = getenv(ENV_RELAUNCHED) ? started_under_launcher(e.size) : NULL;
+        tf_worker w = {e.rank, e.size, e.local_rank, e.local_size, TF_LAUNCH_EXTERNAL, cvt, NULL, rec};
+        st = run_one(plan, &w, err);
+        recorder_free(rec, e.size);
+        return st;
     }
     switch (mode) {
     case TF_LAUNCH_THREADS: tf_stop_install(); return run_threads(plan, cvt, world, err);
     case TF_LAUNCH_PROCESSES: return run_processes(plan, world, argc, argv, err);
     case TF_LAUNCH_EXTERNAL:
         if (world == 1) { /* MPI starts a singleton without mpirun */
-            tf_worker w = {0, 1, 0, 1, TF_LAUNCH_EXTERNAL, cvt, NULL};
+            tf_worker w = {0, 1, 0, 1, TF_LAUNCH_EXTERNAL, cvt, NULL, NULL};
             tf_stop_install();
             return run_one(plan, &w, err);
         }

@@ -117,7 +117,7 @@ tf_status tf_plan_resolve_for(tf_plan *plan, const char *config_file, char *cons
                           plan->plugin[TF_KIND_PRECISION]->desc->name, flag_precision, flag_precision);
         goto fail;
     }
-    plan->comm = (tf_comm_settings){1, 25.0, "", 60.0};
+    plan->comm = (tf_comm_settings){1, 25.0, "", 60.0, TF_COMM_TIMEOUT_DEFAULT};
     plan->config_file = config_file;
     if (tf_config_has_section(plan->cfg, "comm")) {
         tf_section *cs = tf_config_section(plan->cfg, "comm");
@@ -127,6 +127,11 @@ tf_status tf_plan_resolve_for(tf_plan *plan, const char *config_file, char *cons
         if ((st = tf_cfg_float(cs, "bucket_mb", 25.0, 0.001, 65536.0, &plan->comm.bucket_mb, err))) goto fail;
         if ((st = tf_cfg_string(cs, "mpirun_args", "", &plan->comm.mpirun_args, err))) goto fail;
         if ((st = tf_cfg_float(cs, "mpirun_start_timeout", 60.0, 1.0, 86400.0, &plan->comm.mpirun_start_timeout, err)))
+            goto fail;
+        /* one key for every comm plugin: the plugins that wait themselves (mpi, nccl) read it
+         * with the same default and bounds */
+        if ((st = tf_cfg_float(cs, "timeout_s", TF_COMM_TIMEOUT_DEFAULT, TF_COMM_TIMEOUT_MIN, TF_COMM_TIMEOUT_MAX,
+                               &plan->comm.timeout_s, err)))
             goto fail;
         if ((st = pick_plugin(plan, TF_KIND_COMM, NULL, err))) goto fail;
     }

@@ -23,6 +23,8 @@ typedef struct tf_comm_settings {
                                 itself under mpirun ("" for none) */
     double mpirun_start_timeout; /* comm.mpirun_start_timeout: seconds mpirun gets to start
                                     every rank on this machine before it is stopped */
+    double timeout_s;        /* comm.timeout_s: seconds a rank may wait in one collective
+                                before the job is stopped (comm_recorder.h) */
 } tf_comm_settings;
 
 typedef struct tf_plan {

@@ -341,6 +341,8 @@ static tf_status micro_batch(tf_trainer *t, const size_t *idx, size_t n, const m
     t->phase[TF_PHASE_FORWARD] += t2 - t1;
     if (!t->defer_loss && (st = take_loss(t, out.loss, loss, err))) return st;
     if (ready) tf_grad_buckets_begin(&t->buckets);
+    tf_comm_rec_phase(t->rec, TF_WHERE_BACKWARD);
+    tf_comm_test_stall(t->rank, t->global_step + 1);
     if ((st = t->mvt->backward(t->model, backward_scale, ready, ready ? &t->buckets : NULL, err))) return st;
     if (t->defer_loss) { /* backward is queued: waiting for forward's loss leaves the device busy */
         float got;
@@ -436,12 +438,14 @@ tf_status tf_trainer_step(tf_trainer *t, tf_sampler *s, const tf_lr_schedule *lr
             double loss = 0;
             tf_sampler_rows(s, my_first, my_n, idx);
             micro_rows rows = {(uint64_t)s->epoch, tf_sampler_position(s, my_first), (uint64_t)s->world};
+            tf_comm_rec_where(t->rec, TF_WHERE_FORWARD, t->global_step + 1, (int)k + 1);
             if ((st = micro_batch(t, idx, my_n, &rows, &loss, bscale, ready, err))) return st;
             loss_sum += loss / (double)used;
         }
         t->micro_step++;
     }
     tf_stop_test_step(t->rank, t->global_step + 1);
+    tf_comm_rec_where(t->rec, TF_WHERE_COMM, t->global_step + 1, 0);
     if (t->comm) {
         if (t->root_only) {
             if ((st = tf_trainer_reduce_to_root(t, err))) return st;
@@ -461,6 +465,7 @@ tf_status tf_trainer_step(tf_trainer *t, tf_sampler *s, const tf_lr_schedule *lr
     } else {
         t->stop_agreed = tf_stop_requested() != 0;
     }
+    tf_comm_rec_phase(t->rec, TF_WHERE_OPTIMIZER);
     if ((st = optimizer_step(t, lrs, lr, norm, skipped, err))) return st;
     t->global_step++;
     *step_loss = loss_sum / (double)accum; /* Trainer: the sum of loss/accum over micro-batches */
@@ -557,11 +562,13 @@ static tf_status run_loop(tf_trainer *t, tf_error *err)
             }
             if (due(a->eval_strategy, sp.eval_steps, t->global_step, epoch_end)) {
                 tf_progress_pause(&prog);
+                tf_comm_rec_where(t->rec, TF_WHERE_EVAL, t->global_step, 0);
                 if ((st = tf_trainer_evaluate(t, epoch_f, NULL, err))) goto out;
             }
             bool saved = due(a->save_strategy, sp.save_steps, t->global_step, epoch_end);
             if (saved) {
                 tf_progress_pause(&prog);
+                tf_comm_rec_where(t->rec, TF_WHERE_SAVE, t->global_step, 0);
                 if ((st = tf_trainer_save_checkpoint(t, epoch_f, err))) goto out;
             }
             if (t->stop_agreed && t->global_step < sp.max_steps) {

@@ -81,6 +81,9 @@ typedef struct tf_trainer {
     tf_grad_buckets buckets;  /* DDP's overlapped bucketed all-reduce */
     void *comm_scratch;       /* [TF_COMM_SCRATCH_BYTES] backend memory for small collectives */
     double comm_exposed;      /* seconds spent blocked on communication (part of phase[COMM]) */
+    tf_comm_rank_log *rec;    /* this rank's slot of the flight recorder (comm_recorder.h) */
+    tf_comm_recorder *rec_own; /* a private recorder when no launcher gave one (else NULL) */
+    tf_comm_heartbeat *heartbeat; /* beats into rec while this worker process runs */
 
     int64_t global_step;      /* optimizer steps done */
     int64_t micro_step;       /* micro-batches done (the dropout stream position) */

@@ -4,6 +4,7 @@
  * host's, and the DataParallel reduce / broadcast of a step. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "trainer_internal.h"
 #include "tfcore/log.h"
@@ -21,6 +22,18 @@ tf_status tf_trainer_comm_init(tf_trainer *t, tf_error *err)
     t->root_only = t->cvt->optimizer_on_root_only();
     tf_comm_init_args a = {sizeof a,  tf_config_section(t->plan->cfg, "comm"), w->rank, w->world, w->local_rank,
                            t->bvt,    t->be,                                  w->shared, w->local_world};
+    /* the flight recorder: the launcher's, or one of this rank's own */
+    if (w->recorder) {
+        t->rec = &w->recorder->rank[w->rank];
+    } else {
+        if (!(t->rec_own = calloc(1, tf_comm_recorder_bytes(1))))
+            return tf_error_set(err, TF_ERR_RUNTIME, "out of memory for the collectives' recorder");
+        tf_comm_recorder_init(t->rec_own, 1);
+        t->rec = &t->rec_own->rank[0];
+    }
+    t->rec->pid = (int32_t)getpid();
+    /* threads share one process: a beat would say nothing about one of them */
+    if (w->mode != TF_LAUNCH_THREADS) t->heartbeat = tf_comm_heartbeat_start(t->rec);
     tf_status st = t->cvt->init(&a, &t->comm, err);
     if (st) {
         tf_error_prefix(err, "comm %s, rank %d of %d", t->plan->plugin[TF_KIND_COMM]->desc->name, w->rank,
@@ -39,18 +52,26 @@ tf_status tf_trainer_comm_init(tf_trainer *t, tf_error *err)
         (st = tf_grad_buckets_init(&t->buckets, t->cvt, t->comm, t->buf.grads, t->buf.n, t->plan->comm.bucket_mb,
                                    trace, err)))
         return st;
+    t->buckets.rec = t->rec;
     if (t->root_only && trace) fclose(trace);
     return t->bvt->alloc(t->be, TF_COMM_SCRATCH_BYTES, TF_MEM_DEVICE, &t->comm_scratch, err);
 }
 
 void tf_trainer_comm_finalize(tf_trainer *t)
 {
-    if (!t->comm) return;
-    tf_grad_buckets_free(&t->buckets);
-    if (t->comm_scratch) t->bvt->free(t->be, t->comm_scratch, TF_MEM_DEVICE);
-    t->comm_scratch = NULL;
-    t->cvt->finalize(t->comm);
-    t->comm = NULL;
+    if (t->comm) {
+        tf_grad_buckets_free(&t->buckets);
+        if (t->comm_scratch) t->bvt->free(t->be, t->comm_scratch, TF_MEM_DEVICE);
+        t->comm_scratch = NULL;
+        t->cvt->finalize(t->comm);
+        t->comm = NULL;
+    }
+    tf_comm_rec_where(t->rec, TF_WHERE_DONE, t->global_step, 0);
+    tf_comm_heartbeat_stop(t->heartbeat);
+    t->heartbeat = NULL;
+    t->rec = NULL;
+    free(t->rec_own);
+    t->rec_own = NULL;
 }
 
 void tf_trainer_comm_abort(tf_trainer *t, const char *why)
@@ -58,14 +79,26 @@ void tf_trainer_comm_abort(tf_trainer *t, const char *why)
     if (t->comm && TF_HAS(t->cvt, abort)) t->cvt->abort(t->comm, why);
 }
 
+/* Collective seq returned: it left it. A failed one stays the one the rank
+ * is in, for the launcher's report (comm_recorder.h). */
+static void unblock(tf_comm_rank_log *rec, uint64_t seq)
+{
+    tf_comm_rec_exit(rec, seq);
+    tf_comm_rec_block(rec, 0);
+}
+
 /* Run op on host[count] through backend memory: directly for a host backend,
  * else through the scratch (small) or a temporary buffer (large). */
 typedef tf_status (*collective_fn)(tf_trainer *t, void *buf, size_t count, tf_dtype dt, int arg, tf_error *err);
 
 static tf_status staged(tf_trainer *t, void *host, size_t count, tf_dtype dt, int arg, collective_fn fn,
-                        tf_error *err)
+                        tf_comm_kind kind, tf_error *err)
 {
     double t0 = tf_now();
+    /* recorded up to the result on the host: a plugin whose wait only orders
+     * streams (nccl) completes here, in the copy back */
+    uint64_t seq = tf_comm_rec_enter(t->rec, kind, count * tf_dtype_size(dt), 0, 0);
+    tf_comm_rec_block(t->rec, seq);
     tf_status st;
     if (host_backend(t)) {
         st = fn(t, host, count, dt, arg, err);
@@ -82,6 +115,7 @@ static tf_status staged(tf_trainer *t, void *host, size_t count, tf_dtype dt, in
         if (!st) st = t->bvt->stream_sync(t->be, NULL, err);
         if (dev != t->comm_scratch) t->bvt->free(t->be, dev, TF_MEM_DEVICE);
     }
+    if (!st) unblock(t->rec, seq);
     double d = tf_now() - t0;
     t->phase[TF_PHASE_COMM] += d;
     t->comm_exposed += d;
@@ -104,20 +138,23 @@ tf_status tf_trainer_allreduce_host(tf_trainer *t, void *host, size_t count, tf_
                                     tf_error *err)
 {
     if (!t->comm || count == 0) return TF_OK;
-    return staged(t, host, count, dt, (int)op, do_allreduce, err);
+    return staged(t, host, count, dt, (int)op, do_allreduce, TF_COMM_ALLREDUCE, err);
 }
 
 tf_status tf_trainer_broadcast_host(tf_trainer *t, void *host, size_t count, tf_dtype dt, int root, tf_error *err)
 {
     if (!t->comm || count == 0) return TF_OK;
-    return staged(t, host, count, dt, root, do_broadcast, err);
+    return staged(t, host, count, dt, root, do_broadcast, TF_COMM_BROADCAST, err);
 }
 
 tf_status tf_trainer_broadcast_params(tf_trainer *t, tf_error *err)
 {
     if (!t->comm) return TF_OK;
     double t0 = tf_now();
+    uint64_t seq = tf_comm_rec_enter(t->rec, TF_COMM_BROADCAST, t->buf.n * sizeof(float), 0, 0);
+    tf_comm_rec_block(t->rec, seq);
     tf_status st = t->cvt->broadcast(t->comm, t->buf.params, t->buf.n, TF_DTYPE_F32, 0, err);
+    if (!st) unblock(t->rec, seq);
     double d = tf_now() - t0;
     t->phase[TF_PHASE_COMM] += d;
     t->comm_exposed += d;
@@ -127,7 +164,10 @@ tf_status tf_trainer_broadcast_params(tf_trainer *t, tf_error *err)
 tf_status tf_trainer_reduce_to_root(tf_trainer *t, tf_error *err)
 {
     double t0 = tf_now();
+    uint64_t seq = tf_comm_rec_enter(t->rec, TF_COMM_REDUCE, t->buf.n * sizeof(float), 0, 0);
+    tf_comm_rec_block(t->rec, seq);
     tf_status st = t->cvt->reduce(t->comm, t->buf.grads, t->buf.n, TF_DTYPE_F32, TF_REDUCE_SUM, 0, err);
+    if (!st) unblock(t->rec, seq);
     double d = tf_now() - t0;
     t->phase[TF_PHASE_COMM] += d;
     t->comm_exposed += d;

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 
+#include "comm_recorder.h"
 #include "tfcore/comm.h"
 
 typedef struct tf_worker {
@@ -16,12 +17,14 @@ typedef struct tf_worker {
     tf_launch_mode mode;          /* how the job's workers were started (0: a single worker) */
     const tf_comm_vtable *cvt;    /* NULL: one worker and no comm plugin */
     void *shared;                 /* passed to the comm plugin's init (see tfcore/comm.h) */
+    tf_comm_recorder *recorder;   /* the job's flight recorder, that the launcher watches (NULL:
+                                     none; the worker keeps its own) */
 } tf_worker;
 
 /* The only worker of a run without a comm section. */
 static inline tf_worker tf_worker_single(void)
 {
-    return (tf_worker){0, 1, 0, 1, (tf_launch_mode)0, NULL, NULL};
+    return (tf_worker){0, 1, 0, 1, (tf_launch_mode)0, NULL, NULL, NULL};
 }
 
 #endif

@@ -25,6 +25,7 @@ typedef struct cm_options {
     bool progress_thread;       /* a thread that drives MPI while backward computes */
     long long progress_interval_us; /* its sleep between two MPI_Testall rounds */
     long long chunk_elements;   /* most elements one MPI call is given */
+    double timeout_s;           /* comm.timeout_s: longest wait for one collective */
 } cm_options;
 
 /* Read and validate the plugin's own keys of the comm section. */
@@ -70,6 +71,7 @@ struct tf_comm_request {
     cm_host_buffer stage;         /* [count] dt, pinned host; reused across steps */
     MPI_Request *chunks;          /* [nchunks] one MPI request per chunk */
     size_t nchunks, chunks_cap;
+    double t_start;               /* cm_now() at allreduce_start (the timeout counts from it) */
     bool complete;                /* every chunk finished (or failed) */
     int mpi_rc;                   /* first MPI error of the chunks, MPI_SUCCESS if none */
 };
@@ -81,6 +83,8 @@ struct tf_comm {
     tf_backend *be;
     cm_path path;
     size_t chunk;                /* most elements in one MPI call */
+    double timeout_s;            /* comm.timeout_s */
+    long poll_ns;                /* a waiting rank's sleep between tests (progress_interval_us) */
     char library[96];            /* "Open MPI v4.1.4", for messages */
 
     /* Guarded by cm_lock. */
@@ -142,6 +146,16 @@ tf_status cm_progress_start(tf_comm *c, long long interval_us, tf_error *err);
 void cm_progress_stop(tf_comm *c);
 /* Free every pooled request; returns the number still in flight (not freed). */
 size_t cm_requests_free(tf_comm *c);
+
+/* mpi_poll.c: wait for reqs[n] (cm_lock held; released while sleeping)
+ * without spinning a core: MPI_Testall in a loop, at first back to back,
+ * then every poll_ns, then every millisecond; an error once deadline
+ * (cm_now()) has passed: comm.timeout_s, a rank is stalled or gone.
+ * `what` names the collective in that error. */
+double cm_now(void);
+/* comm.timeout_s + TF_COMM_TIMEOUT_GRACE_S (tfcore/comm.h) after a collective's start. */
+#define CM_TIMEOUT_GRACE_S TF_COMM_TIMEOUT_GRACE_S
+tf_status cm_poll(tf_comm *c, MPI_Request *reqs, int n, double deadline, const char *what, tf_error *err);
 
 /* mpi_blocking.c */
 tf_status cm_reduce(tf_comm *c, void *buf, size_t count, tf_dtype dt, tf_reduce_op op, int root,

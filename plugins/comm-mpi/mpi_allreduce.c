@@ -16,6 +16,7 @@
  * step before, and nothing is allocated after the first step. */
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include <time.h>
 
 #include "comm_mpi.h"
@@ -187,6 +188,7 @@ tf_status cm_allreduce_start(tf_comm *c, void *buf, size_t count, tf_dtype dt, t
     r->path = cm_reduction_path(c, dt, op);
     r->mpi_buf = buf;
     r->complete = false;
+    r->t_start = cm_now();
     r->mpi_rc = MPI_SUCCESS;
     r->nchunks = 0;
     tf_status st = TF_OK;
@@ -233,10 +235,22 @@ tf_status cm_wait(tf_comm *c, tf_comm_request *r, tf_error *err)
         return cm_fail(c, err, "wait: the request is not in flight on this comm (waited twice?)");
     }
     if (!r->complete) {
-        int rc = MPI_Waitall((int)r->nchunks, r->chunks, MPI_STATUSES_IGNORE);
-        if (rc != MPI_SUCCESS) r->mpi_rc = rc;
-        r->complete = true;
-        c->pending--;
+        char what[96];
+        snprintf(what, sizeof what, "all-reduce of %zu %s", r->count, tf_dtype_name(r->dt));
+        tf_error perr = {0};
+        double deadline = r->t_start + c->timeout_s + CM_TIMEOUT_GRACE_S;
+        tf_status pst = cm_poll(c, r->chunks, (int)r->nchunks, deadline, what, &perr);
+        if (pst && !r->complete) {
+            /* overdue or failed: MPI still holds the request, which stays in
+             * flight (never reused); the core stops the job */
+            pthread_mutex_unlock(&cm_lock);
+            *err = perr;
+            return pst;
+        }
+        if (!r->complete) { /* the progress thread may have finished it meanwhile */
+            r->complete = true;
+            c->pending--;
+        }
     }
     list_remove(&c->inflight_head, &c->inflight_tail, r);
     pthread_mutex_unlock(&cm_lock);

@@ -193,6 +193,8 @@ static tf_status mpi_init(const tf_comm_init_args *args, tf_comm **out, tf_error
     c->bvt = args->backend;
     c->be = args->be;
     c->chunk = (size_t)opt.chunk_elements;
+    c->timeout_s = opt.timeout_s;
+    c->poll_ns = (long)opt.progress_interval_us * 1000L;
     c->comm = MPI_COMM_NULL;
     int provided = MPI_THREAD_SINGLE;
     pthread_mutex_lock(&cm_lock);

@@ -270,7 +270,8 @@ static tf_status enqueue(tf_comm *c, tf_comm_request *q, const coll *k, const ch
  * sync, so that failures and the timeout are seen. */
 static tf_status host_wait(tf_comm *c, const char *what, tf_error *err)
 {
-    double deadline = nccl_now_s() + c->opt.timeout_s, pause = 20e-6;
+    /* the launcher's report of an overdue collective comes first (tfcore/comm.h) */
+    double deadline = nccl_now_s() + c->opt.timeout_s + TF_COMM_TIMEOUT_GRACE_S, pause = 20e-6;
     for (unsigned polls = 0;; polls++) {
         cudaError_t e = cudaStreamQuery(c->cu_stream);
         /* an aborted communicator's kernels end too: idle is no success then */
@@ -283,9 +284,9 @@ static tf_status host_wait(tf_comm *c, const char *what, tf_error *err)
         if (st) return st;
         if (nccl_now_s() > deadline) {
             tf_error_set(err, TF_ERR_RUNTIME,
-                         "comm-nccl: rank %d: %s did not finish in %g s (comm.timeout_s): a rank is "
-                         "stuck or dead; communicator aborted",
-                         c->rank, what, c->opt.timeout_s);
+                         "comm-nccl: rank %d: %s did not finish in %g s (comm.timeout_s, and %g s more): "
+                         "a rank is stuck or dead; communicator aborted",
+                         c->rank, what, c->opt.timeout_s, TF_COMM_TIMEOUT_GRACE_S);
             if (c->boot.kind == NCCL_BOOT_LAUNCHER) nccl_shared_fail(c->boot.shared, c->rank, err->msg);
             abort_local(c, err->msg);
             return TF_ERR_RUNTIME;

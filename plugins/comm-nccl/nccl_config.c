@@ -32,7 +32,7 @@ tf_status nccl_read_options(tf_section *sec, nccl_options *o, tf_error *err)
     memset(o, 0, sizeof *o);
     o->bootstrap = NCCL_BOOT_AUTO;
     o->bootstrap_timeout_s = 300.0;
-    o->timeout_s = 600.0;
+    o->timeout_s = TF_COMM_TIMEOUT_DEFAULT;
     if (!sec) return TF_OK;
 
     const char *sname = tf_section_name(sec);
@@ -45,7 +45,10 @@ tf_status nccl_read_options(tf_section *sec, nccl_options *o, tf_error *err)
     if ((st = tf_cfg_float(sec, "bootstrap_timeout_s", 300.0, 0.1, 604800.0,
                            &o->bootstrap_timeout_s, err)))
         return st;
-    if ((st = tf_cfg_float(sec, "timeout_s", 600.0, 0.1, 604800.0, &o->timeout_s, err))) return st;
+    /* the core's key (tfcore/comm.h), read with its bounds: this plugin waits in its own loops */
+    if ((st = tf_cfg_float(sec, "timeout_s", TF_COMM_TIMEOUT_DEFAULT, TF_COMM_TIMEOUT_MIN,
+                           TF_COMM_TIMEOUT_MAX, &o->timeout_s, err)))
+        return st;
     if ((st = tf_cfg_string(sec, "reduce_dtype", "f32", &rdt, err))) return st;
 
     for (int k = NCCL_BOOT_AUTO; k <= NCCL_BOOT_FILE; k++)

@@ -87,10 +87,12 @@ typedef struct shm_options {
 
 static tf_status read_options(tf_section *sec, shm_options *o, tf_error *err)
 {
-    o->timeout_s = 60.0;
+    o->timeout_s = TF_COMM_TIMEOUT_DEFAULT;
     o->slot_kb = 1024;
     if (!sec) return TF_OK;
-    tf_status st = tf_cfg_float(sec, "timeout_s", 60.0, 0.01, 86400.0, &o->timeout_s, err);
+    /* the core's key (tfcore/comm.h), with its default and bounds */
+    tf_status st = tf_cfg_float(sec, "timeout_s", TF_COMM_TIMEOUT_DEFAULT, TF_COMM_TIMEOUT_MIN, TF_COMM_TIMEOUT_MAX,
+                                &o->timeout_s, err);
     if (!st) st = tf_cfg_int(sec, "slot_kb", 1024, 1, 1 << 20, &o->slot_kb, err);
     return st;
 }

@@ -56,6 +56,22 @@ typedef struct tf_comm_init_args {
     int local_world_size;             /* workers on this machine (<= world_size) */
 } tf_comm_init_args;
 
+/* comm.timeout_s: the seconds a rank may wait in one collective, measured
+ * from when it entered it, before the job is stopped. The core reads and
+ * validates the key (its flight recorder and the launcher enforce it for
+ * every plugin); a plugin that waits in its own loops (mpi, nccl) reads the
+ * same key with these bounds so that it never waits forever. */
+#define TF_COMM_TIMEOUT_DEFAULT 600.0
+#define TF_COMM_TIMEOUT_MIN 0.1
+#define TF_COMM_TIMEOUT_MAX 604800.0
+/* Such a plugin gives up this many seconds after comm.timeout_s, so that the
+ * launching tfcore, which reads every rank's recorder, reports first (a
+ * plugin's error would end its rank, and mpirun continues a stopped rank
+ * with SIGCONT before it kills it: the report would no longer see it
+ * stopped). Where nothing watches (ranks you start with mpirun or srun) the
+ * plugin's error and the rank's own line are the report. */
+#define TF_COMM_TIMEOUT_GRACE_S 2.0
+
 /* Bytes of the TF_LAUNCH_PROCESSES shared region. */
 #define TF_COMM_SHARED_BYTES 65536
 
