@@ -11,6 +11,7 @@ core_libtfcore_la_SOURCES = \
 	core/src/search_path.c core/src/search_path.h \
 	core/src/plan.c core/src/plan.h \
 	core/src/rng.c \
+	core/src/adafactor_check.c \
 	core/src/adamw_check.c \
 	core/src/file_atomic.c \
 	core/src/file_read.c \
@@ -21,6 +22,7 @@ core_libtfcore_la_SOURCES = \
 	core/src/trainer.c core/src/trainer.h core/src/trainer_internal.h \
 	core/src/trainer_eval.c \
 	core/src/trainer_checkpoint.c \
+	core/src/trainer_adafactor.c \
 	core/src/trainer_state.c core/src/trainer_state.h \
 	core/src/run_output.c \
 	core/src/run_log_resume.c \

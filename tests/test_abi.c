@@ -99,6 +99,21 @@ _Static_assert(offsetof(tf_adamw_desc, size) == 0 && offsetof(tf_adamw_desc, hyp
                    offsetof(tf_adamw_desc, rule) == 40 && sizeof(tf_adamw_desc) == 48,
                "tf_adamw_desc at ABI 1.2");
 _Static_assert(TF_ADAMW_TORCH == 0 && TF_ADAMW_HF == 1, "tf_adamw_rule values");
+/* ABI 1.3 */
+SLOT_AT(tf_backend_vtable, adafactor, 45);
+_Static_assert(offsetof(tf_adafactor_tensor, offset) == 0 && offsetof(tf_adafactor_tensor, batch) == 8 &&
+                   offsetof(tf_adafactor_tensor, rows) == 16 && offsetof(tf_adafactor_tensor, cols) == 24 &&
+                   offsetof(tf_adafactor_tensor, factored) == 32 &&
+                   offsetof(tf_adafactor_tensor, state_offset) == 40 &&
+                   offsetof(tf_adafactor_tensor, weight_decay) == 48 && sizeof(tf_adafactor_tensor) == 56,
+               "tf_adafactor_tensor at ABI 1.3");
+_Static_assert(offsetof(tf_adafactor_desc, size) == 0 && offsetof(tf_adafactor_desc, lr) == 8 &&
+                   offsetof(tf_adafactor_desc, eps) == 16 && offsetof(tf_adafactor_desc, clip_threshold) == 20 &&
+                   offsetof(tf_adafactor_desc, decay_rate) == 24 && offsetof(tf_adafactor_desc, grad_scale) == 28 &&
+                   offsetof(tf_adafactor_desc, step) == 32 && offsetof(tf_adafactor_desc, tensors) == 40 &&
+                   offsetof(tf_adafactor_desc, ntensors) == 48 && offsetof(tf_adafactor_desc, workspace) == 56 &&
+                   offsetof(tf_adafactor_desc, workspace_bytes) == 64 && sizeof(tf_adafactor_desc) == 72,
+               "tf_adafactor_desc at ABI 1.3");
 
 SLOT_AT(tf_model_vtable, check_config, 0);
 SLOT_AT(tf_model_vtable, create, 1);

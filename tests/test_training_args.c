@@ -283,15 +283,15 @@ START_TEST(optimizers_and_schedulers)
 {
     ck_assert_str_eq(fails("training = {\n optim = \"sgd\";\n};"),
                      "conf/t.cfg:2: training.optim 'sgd' is not implemented in tfcore (choose one "
-                     "of adamw_torch, adamw_hf)");
+                     "of adamw_torch, adamw_hf, adafactor)");
     ck_assert_str_eq(fails("training = {\n optim = \"adamw_torch_fused\";\n};"),
                      "conf/t.cfg:2: training.optim 'adamw_torch_fused' is not implemented in "
-                     "tfcore (choose one of adamw_torch, adamw_hf)");
+                     "tfcore (choose one of adamw_torch, adamw_hf, adafactor)");
     ck_assert_str_eq(fails("training = {\n optim = \"adamw_trch\";\n};"),
-                     "conf/t.cfg:2: training.optim must be one of adamw_torch, adamw_hf; got "
+                     "conf/t.cfg:2: training.optim must be one of adamw_torch, adamw_hf, adafactor; got "
                      "'adamw_trch' (did you mean 'adamw_torch'?)");
     ck_assert_str_eq(fails("training = {\n optim = \"adam\";\n};"),
-                     "conf/t.cfg:2: training.optim must be one of adamw_torch, adamw_hf; got 'adam'");
+                     "conf/t.cfg:2: training.optim must be one of adamw_torch, adamw_hf, adafactor; got 'adam'");
     ck_assert_str_eq(fails("training = {\n lr_scheduler_type = \"polynomial\";\n};"),
                      "conf/t.cfg:2: training.lr_scheduler_type 'polynomial' is not implemented in "
                      "tfcore (choose one of linear, constant, constant_with_warmup, cosine)");

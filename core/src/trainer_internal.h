@@ -44,6 +44,12 @@ tf_status tf_trainer_reduce_to_root(tf_trainer *t, tf_error *err);
 tf_status tf_trainer_step(tf_trainer *t, tf_sampler *s, const tf_lr_schedule *lrs, int64_t step_in_epoch,
                           double *step_loss, double *lr, double *norm, bool *skipped, tf_error *err);
 
+/* optim "adafactor" (trainer_adafactor.c): the tensor list and zeroed state
+ * (setup), one step at lr with the 1-based step count, and freeing them. */
+tf_status tf_trainer_adafactor_setup(tf_trainer *t, tf_error *err);
+tf_status tf_trainer_adafactor_step(tf_trainer *t, double lr, int64_t step, tf_error *err);
+void tf_trainer_adafactor_free(tf_trainer *t);
+
 /* Wait until t->host may be refilled: from pinned memory the last upload is
  * asynchronous and may still be reading it (in a training step it has long
  * finished, so this returns at once). Call before every fill_batch. */

@@ -263,6 +263,7 @@ static const tf_backend_vtable cpu_vtable = {
     .device_count = cpu_device_count,
     .cross_entropy_ex = cpu_cross_entropy_ex,
     .adamw_ex = cpu_adamw_ex,
+    .adafactor = cpu_adafactor,
 };
 
 TF_PLUGIN_DEFINE(TF_KIND_BACKEND, CPU_PLUGIN_NAME, CPU_PLUGIN_VERSION,
