@@ -1814,7 +1814,9 @@ START_TEST(test_adafactor)
     for (int i = 0; i < 3; i++) ts[i].state_offset = ns, ns += tf_adafactor_state_count(&ts[i]);
     ck_assert_uint_eq(ns, 3 * 90 + 607 + 999);
     size_t wsb = tf_adafactor_workspace_bytes(ts, 3);
-    ck_assert_uint_eq(wsb, 600 * sizeof(double));
+    ck_assert_uint_eq(wsb, (1024 + 2) * sizeof(double));
+    tf_adafactor_tensor wide = {0, 1, 2, 3000, true, 0, 0};
+    ck_assert_uint_eq(tf_adafactor_workspace_bytes(&wide, 1), (3000 + 2) * sizeof(double));
     float *p = falloc(n), *g = falloc(n), *st = falloc(ns), *ws = falloc(wsb / 4);
     double *pd = dalloc(n), *sd = dalloc(ns);
     fill(p, n, -1, 1);
@@ -1854,7 +1856,7 @@ START_TEST(test_adafactor)
     ASSERT_ERR(vt->adafactor(be, NULL, p, g, st, &bad, &err), TF_ERR_RUNTIME, "decay_rate must be");
     bad = d, bad.workspace_bytes = 8;
     ASSERT_ERR(vt->adafactor(be, NULL, p, g, st, &bad, &err), TF_ERR_RUNTIME,
-               "workspace of 8 bytes, these tensors need 4800");
+               "workspace of 8 bytes, these tensors need 8208");
     tf_adafactor_tensor two[2] = {ts[0], ts[1]};
     two[1].offset = 5999;
     bad = d, bad.tensors = two, bad.ntensors = 2;

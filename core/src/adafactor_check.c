@@ -13,10 +13,10 @@ size_t tf_adafactor_state_count(const tf_adafactor_tensor *t)
 
 size_t tf_adafactor_workspace_bytes(const tf_adafactor_tensor *tensors, size_t n)
 {
-    size_t cols = 2;
+    size_t cols = 1024;
     for (size_t i = 0; i < n; i++)
         if (tensors[i].factored && (size_t)tensors[i].cols > cols) cols = (size_t)tensors[i].cols;
-    return cols * sizeof(double);
+    return (cols + 2) * sizeof(double);
 }
 
 /* a*b*c without overflow (each >= 1), or 0 */

@@ -307,6 +307,7 @@ static const tf_backend_vtable cuda_vtable = {
     .device_count = cuda_device_count,
     .cross_entropy_ex = cuda_cross_entropy_ex,
     .adamw_ex = cuda_adamw_ex,
+    .adafactor = cuda_adafactor,
 };
 
 TF_PLUGIN_DEFINE(TF_KIND_BACKEND, CUDA_PLUGIN_NAME, CUDA_PLUGIN_VERSION,

@@ -229,7 +229,8 @@ typedef struct tf_adafactor_desc {
 } tf_adafactor_desc;
 
 /* Elements of state one tensor needs; the workspace bytes a call over
- * tensors[n] needs (8 per column of the widest factored tensor, at least 16). */
+ * tensors[n] needs: 8 · (max(columns of the widest factored tensor, 1024) + 2)
+ * (double column sums on the host; fixed-order partial sums on a device). */
 size_t tf_adafactor_state_count(const tf_adafactor_tensor *t);
 size_t tf_adafactor_workspace_bytes(const tf_adafactor_tensor *tensors, size_t n);
 /* libtfcore's checks of an adafactor call's descriptor (ranges above, no
