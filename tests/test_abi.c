@@ -134,7 +134,10 @@ _Static_assert(offsetof(tf_model_create_args, max_seq) == 52, "tf_model_create_a
 _Static_assert(offsetof(tf_model_create_args, defer_loss) == 56, "tf_model_create_args.defer_loss");
 _Static_assert(offsetof(tf_model_create_args, label_smoothing_factor) == 60,
                "tf_model_create_args.label_smoothing_factor");
-_Static_assert(sizeof(tf_model_create_args) == 64, "tf_model_create_args size at ABI 1.2");
+/* ABI 1.3 appended gradient_checkpointing */
+_Static_assert(offsetof(tf_model_create_args, gradient_checkpointing) == 64,
+               "tf_model_create_args.gradient_checkpointing");
+_Static_assert(sizeof(tf_model_create_args) == 72, "tf_model_create_args size at ABI 1.3");
 
 SLOT_AT(tf_dataset_vtable, check_config, 0);
 SLOT_AT(tf_dataset_vtable, open, 1);

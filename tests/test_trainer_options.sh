@@ -4,7 +4,8 @@
 # classification loss and is refused for question answering; optim "adamw_hf"
 # (transformers' AdamW) trains differently from "adamw_torch"; optim
 # "adafactor" trains, keeps a factored state far smaller than AdamW's moments,
-# and resumes bit-exactly from its checkpoint (refusing AdamW state); do_train =
+# and resumes bit-exactly from its checkpoint (refusing AdamW state);
+# gradient_checkpointing gives the same model bit for bit; do_train =
 # false with do_eval evaluates the loaded model only. The arithmetic itself is
 # compared with torch / transformers in tests/ref (backend_cpu_vs_torch.py,
 # model_bert_vs_hf.py).
@@ -86,6 +87,16 @@ run afc -o training.optim=\"adafactor\" $ckpt -o training.resume_from_checkpoint
 rc=$?
 [ "$rc" -ne 0 ] && grep -q 'optimizer.safetensors holds AdamW state, but training.optim is "adafactor"' "$tmp/afc.log" \
     && ok || { bad "adafactor resuming AdamW state: exit $rc"; cat "$tmp/afc.log"; }
+
+# 2c. gradient_checkpointing (dropout on, bert-tiny's 0.1): the same losses
+# and the same final parameters, bit for bit, as the run without it
+run ckpt -o training.gradient_checkpointing=true && ok || { bad "gradient_checkpointing run failed"; cat "$tmp/ckpt.log"; }
+[ "$(losses ckpt)" = "$(losses base)" ] && ok || bad "gradient_checkpointing: losses $(losses ckpt | tr '\n' ' ') vs $(losses base | tr '\n' ' ')"
+cmp -s "$tmp/base/model.safetensors" "$tmp/ckpt/model.safetensors" && ok || bad "gradient_checkpointing changed the model"
+"$tfcore" -c "$tmp/tiny.cfg" --dry-run -o training.gradient_checkpointing=\"yes\" >/dev/null 2>"$tmp/gc.err"
+rc=$?
+[ "$rc" -eq 3 ] && grep -q "training.gradient_checkpointing" "$tmp/gc.err" && ok \
+    || { bad "gradient_checkpointing = \"yes\": exit $rc"; cat "$tmp/gc.err"; }
 
 # 3. do_train = false, do_eval = true: the loaded model evaluated, nothing trained or saved
 run trained -o training.eval_strategy=\"steps\" -o training.eval_steps=3 && ok || { bad "trained run failed"; cat "$tmp/trained.log"; }

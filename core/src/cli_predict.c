@@ -236,7 +236,7 @@ static tf_status open_predictor(predictor *p, const tf_plan *plan, tf_error *err
     tf_model_create_args mc = {sizeof mc, tf_config_section(cfg, "model"), p->bvt, p->be,
                                p->pvt->compute_dtype(p->prec), p->pvt->matmul_mode(p->prec),
                                (uint64_t)plan->training.seed, 0, 0, false,
-                               0.0f /* no labels: no loss */};
+                               0.0f /* no labels: no loss */, false /* no backward */};
     if ((st = p->mvt->create(&mc, &p->model, err))) return st;
     p->info = p->mvt->info(p->model);
     if (p->info->vocab_file) {

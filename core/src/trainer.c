@@ -226,7 +226,7 @@ tf_status tf_trainer_setup(tf_trainer *t, const tf_plan *plan, const tf_worker *
     t->defer_loss = TF_HAS(t->mvt, read_loss);
     tf_model_create_args mc = {sizeof mc, tf_config_section(cfg, "model"), t->bvt, t->be, act, mm,
                                (uint64_t)a->seed, 0, 0, t->defer_loss,
-                               (float)a->label_smoothing_factor};
+                               (float)a->label_smoothing_factor, a->gradient_checkpointing};
     if ((st = t->mvt->create(&mc, &t->model, err))) return st;
     t->info = t->mvt->info(t->model);
     tf_info("model: %s, %d layers, hidden %d, %s", t->info->source, t->info->num_layers,

@@ -272,6 +272,7 @@ static tf_status read_all(tf_section *t, const char *config_path, tf_training_ar
         a->greater_is_better = b ? TF_TRUE : TF_FALSE;
     }
     TRY(tf_cfg_float(t, "label_smoothing_factor", 0.0, 0, 1, &a->label_smoothing_factor, err));
+    TRY(tf_cfg_bool(t, "gradient_checkpointing", false, &a->gradient_checkpointing, err));
     TRY(read_named(t, "optim", "adamw_torch", optim_names, optims_not_implemented, &idx, err));
     a->optim = (tf_optim)idx;
 

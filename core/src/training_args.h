@@ -74,6 +74,8 @@ typedef struct tf_training_args {
     double adam_epsilon;     /* 1e-8 */
     double max_grad_norm;    /* 1.0; <= 0 turns clipping off (as Trainer) */
     double label_smoothing_factor; /* 0.0 */
+    bool gradient_checkpointing;   /* false: the model keeps each encoder layer's input only and
+                                      recomputes the layer in backward (tf_model_create_args) */
 
     /* learning-rate schedule */
     tf_lr_scheduler lr_scheduler_type; /* "linear" */

@@ -307,6 +307,9 @@ static tf_status bert_create(const tf_model_create_args *a, tf_model **out, tf_e
     m->seed = a->seed;
     m->dropout_seed = bert_mix64(a->seed ^ 0x64726F706F7574ull); /* "dropout" */
     if ((st = label_smoothing(a, c, &m->label_smoothing, err))) goto fail;
+    m->grad_ckpt = a->size >= offsetof(tf_model_create_args, gradient_checkpointing) +
+                                  sizeof a->gradient_checkpointing &&
+                   a->gradient_checkpointing;
 
     if (!m->bk->supports(m->be, m->mode, m->dt)) {
         st = tf_error_set(err, TF_ERR_PLUGIN,

@@ -5,7 +5,8 @@
  * activations. It computes only through the backend vtable it is given.
  *
  * ABI 1.2 (read_loss, tf_model_create_args.defer_loss and
- * .label_smoothing_factor appended). New slots are appended at the end and
+ * .label_smoothing_factor appended); ABI 1.3 (.gradient_checkpointing
+ * appended). New slots are appended at the end and
  * read through TF_HAS().
  */
 #ifndef TFCORE_MODEL_H
@@ -50,6 +51,13 @@ typedef struct tf_model_create_args {
      * or a backend without cross_entropy_ex) refuses it at create with
      * TF_ERR_CONFIG. */
     float label_smoothing_factor;
+    /* --- appended in ABI 1.3 (read only when size covers it) --------------- */
+    /* training.gradient_checkpointing: keep only what each repeated block
+     * (an encoder layer) takes as input through forward and recompute the
+     * block in backward, its dropout masks included, so the gradients are
+     * those of the run without it; activation memory drops to one block's
+     * worth plus the inputs. */
+    bool gradient_checkpointing;
 } tf_model_create_args;
 
 /* What the rest of the run needs to know about a created model. */
