@@ -23,6 +23,7 @@ core_libtfcore_la_SOURCES = \
 	core/src/trainer_eval.c \
 	core/src/trainer_checkpoint.c \
 	core/src/trainer_adafactor.c \
+	core/src/trainer_memory.c \
 	core/src/trainer_state.c core/src/trainer_state.h \
 	core/src/run_output.c \
 	core/src/run_log_resume.c \

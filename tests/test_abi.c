@@ -128,6 +128,11 @@ SLOT_AT(tf_model_vtable, save, 9);
 SLOT_AT(tf_model_vtable, reserve, 10);
 SLOT_AT(tf_model_vtable, set_step, 11);
 SLOT_AT(tf_model_vtable, read_loss, 12); /* 1.2 */
+SLOT_AT(tf_model_vtable, memory, 13);    /* 1.3 */
+_Static_assert(offsetof(tf_model_memory, size) == 0 && offsetof(tf_model_memory, weights) == 8 &&
+                   offsetof(tf_model_memory, gradients) == 16 && offsetof(tf_model_memory, activations) == 24 &&
+                   sizeof(tf_model_memory) == 32,
+               "tf_model_memory at ABI 1.3");
 _Static_assert(offsetof(tf_model_create_args, max_seq) == 52, "tf_model_create_args.max_seq");
 /* ABI 1.2 appended defer_loss and label_smoothing_factor; a model reads them
  * only when the args' size covers them */

@@ -98,6 +98,18 @@ rc=$?
 [ "$rc" -eq 3 ] && grep -q "training.gradient_checkpointing" "$tmp/gc.err" && ok \
     || { bad "gradient_checkpointing = \"yes\": exit $rc"; cat "$tmp/gc.err"; }
 
+# 2d. results.json's memory by category shows each technique's saving:
+# checkpointing less activation memory, Adafactor a far smaller optimizer state
+python3 - "$tmp/base" "$tmp/ckpt" "$tmp/af" <<'PY' && ok || bad "memory_bytes do not show the savings"
+import json, sys
+b, c, a = (json.load(open(d + "/results.json"))["tfcore"]["memory_bytes"] for d in sys.argv[1:4])
+keys = {"weights", "gradients", "optimizer_states", "activations", "temporaries"}
+assert set(b) == keys and set(c) == keys and set(a) == keys, (b, c, a)
+assert b["weights"] > 0 and b["gradients"] == b["weights"] and b["optimizer_states"] == 2 * b["gradients"], b
+assert c["activations"] < b["activations"] and c["optimizer_states"] == b["optimizer_states"], (b, c)
+assert a["optimizer_states"] * 50 < b["optimizer_states"] and a["activations"] == b["activations"], (b, a)
+PY
+
 # 3. do_train = false, do_eval = true: the loaded model evaluated, nothing trained or saved
 run trained -o training.eval_strategy=\"steps\" -o training.eval_steps=3 && ok || { bad "trained run failed"; cat "$tmp/trained.log"; }
 cat >"$tmp/eval.cfg" <<CFG

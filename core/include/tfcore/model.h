@@ -60,6 +60,17 @@ typedef struct tf_model_create_args {
     bool gradient_checkpointing;
 } tf_model_create_args;
 
+/* ABI 1.3: the bytes a model holds in backend memory, by what they are for
+ * (the memory slot). The caller sets size = sizeof; the model fills the
+ * fields the size covers. */
+typedef struct tf_model_memory {
+    uint32_t size;      /* sizeof(tf_model_memory) */
+    size_t weights;     /* parameters: the f32 master copy and any compute-dtype copy */
+    size_t gradients;   /* the f32 gradient buffer */
+    size_t activations; /* what forward keeps for backward, and backward's own buffers,
+                           for the reserved rows x seq */
+} tf_model_memory;
+
 /* What the rest of the run needs to know about a created model. */
 typedef struct tf_model_info {
     tf_task task;
@@ -141,6 +152,10 @@ typedef struct tf_model_vtable {
      * With defer_loss this waits for the loss's copy to the host, i.e. for
      * that forward on the device, not for work queued after it (backward). */
     tf_status (*read_loss)(tf_model *m, float *loss, tf_error *err);
+    /* --- appended in ABI 1.3: optional, read through TF_HAS() ------------------ */
+    /* The model's backend memory by category (tf_model_memory), as it stands
+     * (activations: after reserve). */
+    void (*memory)(tf_model *m, tf_model_memory *out);
 } tf_model_vtable;
 
 #ifdef __cplusplus
