@@ -1806,13 +1806,14 @@ static void adafactor_ref(double *p, const float *g, double *st, const tf_adafac
 
 START_TEST(test_adafactor)
 {
-    /* a [3, 40, 50] factored tensor, a gap, a [7, 600] matrix, an unfactored vector */
+    /* a [3, 40, 50] factored tensor, a gap, a [300, 129] matrix (above the
+     * threshold where the team splits rows and columns), an unfactored vector */
     tf_adafactor_tensor ts[3] = {{0, 3, 40, 50, true, 0, 0.01f},
-                                 {6010, 1, 7, 600, true, 0, 0.0f},
-                                 {10210, 1, 1, 999, false, 0, 0.1f}};
-    size_t n = 10210 + 999, ns = 0;
+                                 {6010, 1, 300, 129, true, 0, 0.0f},
+                                 {44710, 1, 1, 999, false, 0, 0.1f}};
+    size_t n = 44710 + 999, ns = 0;
     for (int i = 0; i < 3; i++) ts[i].state_offset = ns, ns += tf_adafactor_state_count(&ts[i]);
-    ck_assert_uint_eq(ns, 3 * 90 + 607 + 999);
+    ck_assert_uint_eq(ns, 3 * 90 + 429 + 999);
     size_t wsb = tf_adafactor_workspace_bytes(ts, 3);
     ck_assert_uint_eq(wsb, (1024 + 2) * sizeof(double));
     tf_adafactor_tensor wide = {0, 1, 2, 3000, true, 0, 0};
@@ -1834,7 +1835,7 @@ START_TEST(test_adafactor)
     ASSERT_CLOSE(p, pd, n, 1e-6);
     ASSERT_CLOSE(st, sd, ns, 1e-5);
     ASSERT_ALL(10, p[6000 + i] == (float)pd[6000 + i]);
-    /* one thread gives the same bits (resume is exact whatever the team) */
+    /* one thread and three give the same bits (resume is exact whatever the team) */
     float *p1 = falloc(n), *s1 = falloc(ns);
     memcpy(p1, p, n * 4), memcpy(s1, st, ns * 4);
     d.step = 11;
@@ -1842,6 +1843,13 @@ START_TEST(test_adafactor)
     ck_assert_int_eq(vt->adafactor(be1, NULL, p1, g, s1, &d, &err), TF_OK);
     ck_assert_int_eq(memcmp(p, p1, n * 4), 0);
     ck_assert_int_eq(memcmp(st, s1, ns * 4), 0);
+    tf_backend *b3 = open_threads(3);
+    d.step = 12;
+    ck_assert_int_eq(vt->adafactor(b3, NULL, p, g, st, &d, &err), TF_OK);
+    ck_assert_int_eq(vt->adafactor(be1, NULL, p1, g, s1, &d, &err), TF_OK);
+    ck_assert_int_eq(memcmp(p, p1, n * 4), 0);
+    ck_assert_int_eq(memcmp(st, s1, ns * 4), 0);
+    vt->close(b3);
     /* errors */
     tf_adafactor_desc bad = d;
     bad.size = 8;
@@ -1864,7 +1872,7 @@ START_TEST(test_adafactor)
     two[1] = ts[1], two[1].state_offset = 100;
     ASSERT_ERR(vt->adafactor(be, NULL, p, g, st, &bad, &err), TF_ERR_RUNTIME, "tensors 0 and 1 overlap in state");
     two[1] = ts[1], two[1].rows = 0;
-    ASSERT_ERR(vt->adafactor(be, NULL, p, g, st, &bad, &err), TF_ERR_RUNTIME, "tensor 1: shape [1, 0, 600]");
+    ASSERT_ERR(vt->adafactor(be, NULL, p, g, st, &bad, &err), TF_ERR_RUNTIME, "tensor 1: shape [1, 0, 129]");
     two[1] = ts[1], two[1].offset = SIZE_MAX - 10;
     ASSERT_ERR(vt->adafactor(be, NULL, p, g, st, &bad, &err), TF_ERR_RUNTIME, "overflow");
     ASSERT_ERR(vt->adafactor(be, NULL, p, g, NULL, &d, &err), TF_ERR_RUNTIME, "state is NULL");

@@ -7,9 +7,10 @@
  * a float tensor op as Python floats (beta2t, 1 - beta2t, lr, -wd·lr) are
  * computed in double and rounded to float once, as torch does.
  *
- * Tensors are stepped one after another, each sum in a fixed order, so a
- * step is bit-reproducible (resume is exact); the passes over a tensor's
- * elements are split over the team by rows. */
+ * Tensors are stepped one after another; within one, threads take rows
+ * (row means, pieces of the update's norm, the update) or columns (column
+ * means), every sum runs in an order fixed by the shape alone, so a step
+ * gives the same bits on any team (resume is exact). */
 #include <math.h>
 
 #include "cpu.h"
@@ -33,24 +34,37 @@ static float row_mean(const float *row, int64_t rows)
 static inline float update_factored(float rf, float col, float g) { return (rf * (1.0f / sqrtf(col))) * g; }
 static inline float update_plain(float v, float g) { return (1.0f / sqrtf(v)) * g; }
 
-/* Pass 1 (factored): row and column means of g² + eps into the moments. */
-static void moments_factored(const float *grad, float *row, float *col, double *colsum, int64_t rows,
-                             int64_t cols, const adafactor_consts *k)
+/* Pass 1 (factored): row and column means of g² + eps into the moments.
+ * Threads take rows for the row sums and columns for the column sums; each
+ * sum runs in one thread in index order, so any team gives the same bits. */
+static void moments_factored(tf_backend *be, const float *grad, float *row, float *col, double *colsum,
+                             int64_t rows, int64_t cols, const adafactor_consts *k)
 {
-    for (int64_t c = 0; c < cols; c++) colsum[c] = 0.0;
-    for (int64_t r = 0; r < rows; r++) {
-        const float *g = grad + r * cols;
-        double rs = 0.0;
-        for (int64_t c = 0; c < cols; c++) {
-            float gi = g[c] * k->grad_scale;
-            float u = gi * gi + k->eps;
-            rs += u;
-            colsum[c] += u;
+    CPU_PARALLEL_IF(be, cpu_par(be, (size_t)rows * (size_t)cols))
+    {
+        size_t lo, hi;
+        cpu_split((size_t)rows, cpu_team_size(), cpu_thread_id(), 1, &lo, &hi);
+        for (size_t r = lo; r < hi; r++) {
+            const float *g = grad + r * (size_t)cols;
+            double rs = 0.0;
+            for (int64_t c = 0; c < cols; c++) {
+                float gi = g[c] * k->grad_scale;
+                rs += gi * gi + k->eps;
+            }
+            row[r] = row[r] * k->beta2t + k->one_minus_beta2t * (float)(rs / (double)cols);
         }
-        row[r] = row[r] * k->beta2t + k->one_minus_beta2t * (float)(rs / (double)cols);
+        cpu_split((size_t)cols, cpu_team_size(), cpu_thread_id(), 16, &lo, &hi);
+        for (size_t c = lo; c < hi; c++) colsum[c] = 0.0;
+        for (int64_t r = 0; r < rows && lo < hi; r++) {
+            const float *g = grad + r * cols;
+            for (size_t c = lo; c < hi; c++) {
+                float gi = g[c] * k->grad_scale;
+                colsum[c] += gi * gi + k->eps;
+            }
+        }
+        for (size_t c = lo; c < hi; c++)
+            col[c] = col[c] * k->beta2t + k->one_minus_beta2t * (float)(colsum[c] / (double)rows);
     }
-    for (int64_t c = 0; c < cols; c++)
-        col[c] = col[c] * k->beta2t + k->one_minus_beta2t * (float)(colsum[c] / (double)rows);
 }
 
 /* Pass 1 (not factored) and the sum of squares of the update (pass 2). */
@@ -67,20 +81,34 @@ static double moments_plain(const float *g, float *v, size_t n, const adafactor_
     return ss;
 }
 
-/* Pass 2 (factored): sum of squares of the update of one [rows, cols] block. */
-static double sumsq_factored(const float *grad, const float *row, const float *col, int64_t rows, int64_t cols,
-                             const adafactor_consts *k)
+/* Pass 2 (factored): sum of squares of the update of one [rows, cols]
+ * block, in at most TF_AF_PIECES pieces of rows fixed by the shape (each
+ * summed in order by one thread into piece[]), then the pieces in order. */
+#define TF_AF_PIECES 1024
+static double sumsq_factored(tf_backend *be, const float *grad, const float *row, const float *col, int64_t rows,
+                             int64_t cols, double *piece, const adafactor_consts *k)
 {
     float rmean = row_mean(row, rows);
-    double ss = 0.0;
-    for (int64_t r = 0; r < rows; r++) {
-        const float *g = grad + r * cols;
-        float rf = 1.0f / sqrtf(row[r] / rmean);
-        for (int64_t c = 0; c < cols; c++) {
-            float u = update_factored(rf, col[c], g[c] * k->grad_scale);
-            ss += (double)u * (double)u;
+    size_t R = (size_t)rows, pieces = R < TF_AF_PIECES ? R : TF_AF_PIECES;
+    CPU_PARALLEL_IF(be, cpu_par(be, R * (size_t)cols))
+    {
+        size_t lo, hi;
+        cpu_split(pieces, cpu_team_size(), cpu_thread_id(), 1, &lo, &hi);
+        for (size_t q = lo; q < hi; q++) {
+            double ss = 0.0;
+            for (size_t r = q * R / pieces; r < (q + 1) * R / pieces; r++) {
+                const float *g = grad + r * (size_t)cols;
+                float rf = 1.0f / sqrtf(row[r] / rmean);
+                for (int64_t c = 0; c < cols; c++) {
+                    float u = update_factored(rf, col[c], g[c] * k->grad_scale);
+                    ss += (double)u * (double)u;
+                }
+            }
+            piece[q] = ss;
         }
     }
+    double ss = 0.0;
+    for (size_t q = 0; q < pieces; q++) ss += piece[q];
     return ss;
 }
 
@@ -120,9 +148,10 @@ static void step_tensor(tf_backend *be, float *params, const float *grads, float
     if (t->factored) {
         float *row = st, *col = st + B * R;
         for (size_t b = 0; b < B; b++)
-            moments_factored(g + b * block, row + b * R, col + b * C, colsum, t->rows, t->cols, &k);
+            moments_factored(be, g + b * block, row + b * R, col + b * C, colsum, t->rows, t->cols, &k);
+        /* the workspace's column sums are done with: it holds the pieces now */
         for (size_t b = 0; b < B; b++)
-            ss += sumsq_factored(g + b * block, row + b * R, col + b * C, t->rows, t->cols, &k);
+            ss += sumsq_factored(be, g + b * block, row + b * R, col + b * C, t->rows, t->cols, colsum, &k);
     } else {
         ss = moments_plain(g, st, n, &k);
     }
