@@ -12,6 +12,7 @@ core_libtfcore_la_SOURCES = \
 	core/src/plan.c core/src/plan.h \
 	core/src/stack.c core/src/stack.h \
 	core/src/rng.c \
+	core/src/adafactor_check.c \
 	core/src/adamw_check.c \
 	core/src/backend_check.c \
 	core/src/file_atomic.c \
@@ -23,6 +24,8 @@ core_libtfcore_la_SOURCES = \
 	core/src/trainer.c core/src/trainer.h core/src/trainer_internal.h \
 	core/src/trainer_eval.c \
 	core/src/trainer_checkpoint.c \
+	core/src/trainer_adafactor.c \
+	core/src/trainer_memory.c \
 	core/src/trainer_state.c core/src/trainer_state.h \
 	core/src/run_output.c \
 	core/src/run_log_resume.c \

@@ -22,7 +22,11 @@ EXTRA_DIST += tests/test_report.sh \
 	tests/data/report/expected-imdb-baseline3.md \
 	tests/data/report/expected-imdb-train_loss.md \
 	tests/data/report/expected-squad.md \
-	tests/data/report/expected-imdb.json
+	tests/data/report/expected-imdb.json \
+	tests/data/report/mem-base/results.json \
+	tests/data/report/mem-ckpt/results.json \
+	tests/data/report/mem-adafactor/results.json \
+	tests/data/report/expected-memory.md
 
 # tests/test_conf.sh: every config in conf/ resolves (tfcore train --dry-run).
 TESTS += tests/test_conf.sh

@@ -17,6 +17,9 @@
  *              in: logits labels(i32)  out: loss dlogits
  *   adamw      n steps lr beta1 beta2 eps grad_scale segs=off:count:wd,... [rule=hf (adamw_ex)]
  *              in: p grads [steps, n]  out: p_out m v
+ *   adafactor  n steps lr eps clip decay grad_scale
+ *              tensors=off:batch:rows:cols:factored(0/1):wd,...  (state packed in that order)
+ *              in: p grads [steps, n]  out: p_out state
  *   embedding  rows vocab dim          in: ids(i32) table dout  out: out dtable
  *   sum_rows   rows cols               in: dy        out: db
  * The plugin's sources are compiled in; the vtable comes from
@@ -219,6 +222,39 @@ static void run_adamw(void)
     save("v", v, n * 4);
 }
 
+static void run_adafactor(void)
+{
+    size_t n = (size_t)iparam("n");
+    int steps = (int)iparam("steps");
+    tf_adafactor_tensor ts[64];
+    size_t nt = 0, ns = 0;
+    const char *s = param("tensors");
+    while (*s && nt < 64) {
+        char *end;
+        tf_adafactor_tensor *t = &ts[nt++];
+        t->offset = strtoull(s, &end, 10);
+        t->batch = strtoll(end + 1, &end, 10);
+        t->rows = strtoll(end + 1, &end, 10);
+        t->cols = strtoll(end + 1, &end, 10);
+        t->factored = strtol(end + 1, &end, 10) != 0;
+        t->weight_decay = strtof(end + 1, &end);
+        t->state_offset = ns;
+        ns += tf_adafactor_state_count(t);
+        s = *end == ',' ? end + 1 : end;
+    }
+    if (!TF_HAS(vt, adafactor)) die("the backend has no adafactor", "");
+    size_t wsb = tf_adafactor_workspace_bytes(ts, nt);
+    float *p = load("p", n * 4), *grads = load("grads", n * steps * 4), *state = zeros(ns);
+    float *ws = zeros(wsb / 4 + 1);
+    for (int t = 1; t <= steps; t++) {
+        tf_adafactor_desc d = {sizeof d, fparam("lr"), (float)fparam("eps"), (float)fparam("clip"),
+                               (float)fparam("decay"), (float)fparam("grad_scale"), t, ts, nt, ws, wsb};
+        check(vt->adafactor(be, NULL, p, grads + (size_t)(t - 1) * n, state, &d, &err));
+    }
+    save("p_out", p, n * 4);
+    save("state", state, ns * 4);
+}
+
 static void run_embedding(void)
 {
     int rows = (int)iparam("rows"), vocab = (int)iparam("vocab"), dim = (int)iparam("dim");
@@ -259,6 +295,7 @@ int main(int argc, char **argv)
     else if (!strcmp(op, "attention")) run_attention();
     else if (!strcmp(op, "cross_entropy")) run_cross_entropy();
     else if (!strcmp(op, "adamw")) run_adamw();
+    else if (!strcmp(op, "adafactor")) run_adafactor();
     else if (!strcmp(op, "embedding")) run_embedding();
     else if (!strcmp(op, "sum_rows")) run_sum_rows();
     else die("unknown op ", op);

@@ -116,6 +116,20 @@ _Static_assert(offsetof(tf_dropout_desc, size) == 0 && offsetof(tf_dropout_desc,
                    offsetof(tf_dropout_desc, row_first) == 72 && offsetof(tf_dropout_desc, row_stride) == 80 &&
                    sizeof(tf_dropout_desc) == 88,
                "tf_dropout_desc at ABI 1.3");
+SLOT_AT(tf_backend_vtable, adafactor, 48);
+_Static_assert(offsetof(tf_adafactor_tensor, offset) == 0 && offsetof(tf_adafactor_tensor, batch) == 8 &&
+                   offsetof(tf_adafactor_tensor, rows) == 16 && offsetof(tf_adafactor_tensor, cols) == 24 &&
+                   offsetof(tf_adafactor_tensor, factored) == 32 &&
+                   offsetof(tf_adafactor_tensor, state_offset) == 40 &&
+                   offsetof(tf_adafactor_tensor, weight_decay) == 48 && sizeof(tf_adafactor_tensor) == 56,
+               "tf_adafactor_tensor at ABI 1.3");
+_Static_assert(offsetof(tf_adafactor_desc, size) == 0 && offsetof(tf_adafactor_desc, lr) == 8 &&
+                   offsetof(tf_adafactor_desc, eps) == 16 && offsetof(tf_adafactor_desc, clip_threshold) == 20 &&
+                   offsetof(tf_adafactor_desc, decay_rate) == 24 && offsetof(tf_adafactor_desc, grad_scale) == 28 &&
+                   offsetof(tf_adafactor_desc, step) == 32 && offsetof(tf_adafactor_desc, tensors) == 40 &&
+                   offsetof(tf_adafactor_desc, ntensors) == 48 && offsetof(tf_adafactor_desc, workspace) == 56 &&
+                   offsetof(tf_adafactor_desc, workspace_bytes) == 64 && sizeof(tf_adafactor_desc) == 72,
+               "tf_adafactor_desc at ABI 1.3");
 
 SLOT_AT(tf_model_vtable, check_config, 0);
 SLOT_AT(tf_model_vtable, create, 1);
@@ -131,13 +145,21 @@ SLOT_AT(tf_model_vtable, reserve, 10);
 SLOT_AT(tf_model_vtable, set_step, 11);
 SLOT_AT(tf_model_vtable, read_loss, 12); /* 1.2 */
 SLOT_AT(tf_model_vtable, set_rows, 13);  /* 1.3 */
+SLOT_AT(tf_model_vtable, memory, 14);    /* 1.3 */
+_Static_assert(offsetof(tf_model_memory, size) == 0 && offsetof(tf_model_memory, weights) == 8 &&
+                   offsetof(tf_model_memory, gradients) == 16 && offsetof(tf_model_memory, activations) == 24 &&
+                   sizeof(tf_model_memory) == 32,
+               "tf_model_memory at ABI 1.3");
 _Static_assert(offsetof(tf_model_create_args, max_seq) == 52, "tf_model_create_args.max_seq");
 /* ABI 1.2 appended defer_loss and label_smoothing_factor; a model reads them
  * only when the args' size covers them */
 _Static_assert(offsetof(tf_model_create_args, defer_loss) == 56, "tf_model_create_args.defer_loss");
 _Static_assert(offsetof(tf_model_create_args, label_smoothing_factor) == 60,
                "tf_model_create_args.label_smoothing_factor");
-_Static_assert(sizeof(tf_model_create_args) == 64, "tf_model_create_args size at ABI 1.2");
+/* ABI 1.3 appended gradient_checkpointing */
+_Static_assert(offsetof(tf_model_create_args, gradient_checkpointing) == 64,
+               "tf_model_create_args.gradient_checkpointing");
+_Static_assert(sizeof(tf_model_create_args) == 72, "tf_model_create_args size at ABI 1.3");
 
 SLOT_AT(tf_dataset_vtable, check_config, 0);
 SLOT_AT(tf_dataset_vtable, open, 1);

@@ -1246,6 +1246,48 @@ START_TEST(test_adamw_hf)
 }
 END_TEST
 
+/* adafactor (transformers' Adafactor) against backend-cpu's: a factored
+ * [2, 300, 129] tensor, a gap, a [1000, 77] matrix, an unfactored vector */
+START_TEST(test_adafactor)
+{
+    tf_adafactor_tensor ts[3] = {{0, 2, 300, 129, true, 0, 0.01f},
+                                 {77500, 1, 1000, 77, true, 0, 0.0f},
+                                 {154500, 1, 1, 5003, false, 0, 0.1f}};
+    size_t n = 154500 + 5003, ns = 0;
+    for (int i = 0; i < 3; i++) ts[i].state_offset = ns, ns += tf_adafactor_state_count(&ts[i]);
+    size_t wsb = tf_adafactor_workspace_bytes(ts, 3);
+    float *p = fnew(n), *g = fnew(n), *s = fnew(ns), *ws = fnew(wsb / 4);
+    fill(p, n, -1, 1);
+    fill(g, n, -1e-2f, 1e-2f);
+    for (size_t i = 0; i < ns; i++) s[i] = 0.0f;
+    float *dp = gput(p, n * 4), *dg = gput(g, n * 4), *ds = gput(s, ns * 4), *dws = gput(ws, wsb);
+    ck_assert(TF_HAS(gv, adafactor) && TF_HAS(cv, adafactor));
+    for (int step = 1; step <= 3; step++) {
+        tf_adafactor_desc d = {sizeof d, 1e-2, 1e-30f, 1.0f, -0.8f, step == 2 ? 0.5f : 1.0f, step, ts, 3, NULL, wsb};
+        d.workspace = dws;
+        G_OK(gv->adafactor(gb, NULL, dp, dg, ds, &d, &err));
+        d.workspace = ws;
+        G_OK(cv->adafactor(cb, NULL, p, g, s, &d, &err));
+    }
+    float *got = fnew(n > ns ? n : ns);
+    gget(got, dp, n * 4);
+    ASSERT_CLOSE(got, p, n, 1e-6, "adafactor params");
+    gget(got, ds, ns * 4);
+    ASSERT_CLOSE(got, s, ns, 1e-6, "adafactor state");
+    tf_adafactor_desc shortd = {8, 1e-2, 1e-30f, 1.0f, -0.8f, 1.0f, 1, ts, 3, dws, wsb};
+    ck_assert_int_eq(gv->adafactor(gb, NULL, dp, dg, ds, &shortd, &err), TF_ERR_RUNTIME);
+    ck_assert_ptr_nonnull(strstr(err.msg, "descriptor size"));
+    tf_adafactor_desc small = {sizeof small, 1e-2, 1e-30f, 1.0f, -0.8f, 1.0f, 1, ts, 3, dws, 16};
+    ck_assert_int_eq(gv->adafactor(gb, NULL, dp, dg, ds, &small, &err), TF_ERR_RUNTIME);
+    ck_assert_ptr_nonnull(strstr(err.msg, "backend-cuda: adafactor: workspace"));
+    gfree(dp);
+    gfree(dg);
+    gfree(ds);
+    gfree(dws);
+    free(p), free(g), free(s), free(ws), free(got);
+}
+END_TEST
+
 /* === the runner ========================================================================================== */
 
 static Suite *cuda_suite(void)
@@ -1275,6 +1317,7 @@ static Suite *cuda_suite(void)
     tcase_add_test(tc, test_embedding_bwd);
     tcase_add_test(tc, test_adamw);
     tcase_add_test(tc, test_adamw_hf);
+    tcase_add_test(tc, test_adafactor);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -317,6 +317,22 @@ static tf_status create_model_defer(const char *text, int rows, int seq, uint64_
     return mv->create(&ca, &f->m, err);
 }
 
+/* As create_model, with training.gradient_checkpointing (ABI 1.3). */
+static tf_status create_model_ckpt(const char *text, int rows, int seq, uint64_t seed, bool ckpt, fixture *f,
+                                   tf_error *err)
+{
+    memset(f, 0, sizeof *f);
+    f->cfg = cfg_of(text);
+    tf_backend_open_args oa = {.size = sizeof oa, .seed = 1, .threads = 1,
+                               .section = tf_config_section(f->cfg, "backend")};
+    ck_assert_msg(bk->open(&oa, &f->be, err) == TF_OK, "%s", err->msg);
+    tf_model_create_args ca = {.size = sizeof ca, .section = tf_config_section(f->cfg, "model"),
+                               .backend = bk, .be = f->be, .compute_dtype = TF_DTYPE_F32,
+                               .matmul_mode = TF_MATMUL_FP32, .seed = seed, .max_rows = rows,
+                               .max_seq = seq, .gradient_checkpointing = ckpt};
+    return mv->create(&ca, &f->m, err);
+}
+
 static void fixture_free(fixture *f)
 {
     if (f->m) mv->destroy(f->m);
@@ -1311,6 +1327,59 @@ START_TEST(dropout_by_row)
 }
 END_TEST
 
+/* Gradient checkpointing: with dropout on, the same gradients bit for bit
+ * as without, the same per-layer announcements (DDP buckets fire as layers
+ * finish), and less memory: the layers' activations held once. */
+START_TEST(gradient_checkpointing)
+{
+    if (!bk) return;
+    for (int task = 0; task < 2; task++) {
+        char text[512];
+        snprintf(text, sizeof text,
+                 "model = { preset = \"bert-tiny\"; vocab_size = 11; hidden_size = 8;"
+                 " num_hidden_layers = 3; num_attention_heads = 2; intermediate_size = 16;"
+                 " max_position_embeddings = 8; hidden_dropout_prob = 0.3;"
+                 " attention_probs_dropout_prob = 0.3; %s };",
+                 task ? "task = \"question-answering\";" : "");
+        fixture f, c;
+        tf_error err = {0};
+        ck_assert_msg(create_model_ckpt(text, 4, 6, 9, false, &f, &err) == TF_OK, "%s", err.msg);
+        ck_assert_msg(create_model_ckpt(text, 4, 6, 9, true, &c, &err) == TF_OK, "%s", err.msg);
+        test_batch tb;
+        make_batch(&tb, 4, 6, !task);
+        if (task) {
+            tb.b.start_positions = tb.start;
+            tb.b.end_positions = tb.end;
+        }
+        tf_model_output of, oc;
+        for (int step = 0; step < 3; step++) { /* three steps: three sets of dropout masks */
+            ready_log rf = {0}, rc = {0};
+            ck_assert_int_eq(mv->forward(f.m, &tb.b, true, &of, &err), TF_OK);
+            ck_assert_int_eq(mv->backward(f.m, 1.0f, on_ready, &rf, &err), TF_OK);
+            ck_assert_msg(mv->forward(c.m, &tb.b, true, &oc, &err) == TF_OK, "%s", err.msg);
+            ck_assert_msg(mv->backward(c.m, 1.0f, on_ready, &rc, &err) == TF_OK, "%s", err.msg);
+            ck_assert(memcmp(&of.loss, &oc.loss, sizeof of.loss) == 0);
+            ck_assert_int_eq(rf.n, 5); /* head, layers 2, 1, 0, embeddings */
+            ck_assert_int_eq(rc.n, rf.n);
+            ck_assert(memcmp(rf.off, rc.off, sizeof rf.off) == 0 && memcmp(rf.cnt, rc.cnt, sizeof rf.cnt) == 0);
+        }
+        tf_model_buffers bf;
+        mv->buffers(f.m, &bf);
+        float *gf = host_grads(&f), *gc = host_grads(&c);
+        ck_assert(memcmp(gf, gc, bf.n * sizeof *gf) == 0);
+        free(gf);
+        free(gc);
+        /* the activations of layers 1 and 2 are layer 0's buffers but their outputs */
+        tf_backend_mem_info mf, mc;
+        bk->mem_info(f.be, &mf);
+        bk->mem_info(c.be, &mc);
+        ck_assert_msg(mc.current < mf.current, "%zu vs %zu bytes", mc.current, mf.current);
+        fixture_free(&f);
+        fixture_free(&c);
+    }
+}
+END_TEST
+
 /* ---- save ------------------------------------------------------------------------------ */
 
 START_TEST(save_and_reload)
@@ -1493,6 +1562,7 @@ static Suite *suite(void)
     tcase_add_test(m, qa_position_clamping);
     tcase_add_test(m, dropout_streams);
     tcase_add_test(m, dropout_by_row);
+    tcase_add_test(m, gradient_checkpointing);
     tcase_add_test(m, save_and_reload);
     tcase_add_test(m, save_tokenizer_and_labels);
     tcase_add_test(m, bad_tokenizer_config);

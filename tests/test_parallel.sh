@@ -7,7 +7,8 @@
 #    gradient accumulation; and again with dropout on (masks by a row's
 #    global position);
 #  - overlap shown by order: a bucket's all-reduce is issued before backward
-#    reaches the first layer (TFCORE_TRACE_COMM events);
+#    reaches the first layer (TFCORE_TRACE_COMM events), with and without
+#    gradient_checkpointing (which ends with the same parameters);
 #  - results.json splits communication into total and exposed;
 #  - a world size that does not divide the data trains, and evaluates every
 #    eval row exactly once (metrics equal to one worker's);
@@ -153,6 +154,14 @@ for p in mpi shm; do
     if TFCORE_TRACE_COMM="$tmp/${p}_trace.trace" "$tfcore" -c "$tmp/${p}_trace.cfg" >"$tmp/${p}_trace.out" 2>&1 \
         && check_overlap ${p}_trace >"$tmp/${p}_overlap.txt" 2>&1; then ok; else
         bad "$p overlap order"; cat "$tmp/${p}_trace.out" "$tmp/${p}_overlap.txt" | tail -n 15; fi
+    # gradient checkpointing: buckets still fire as layers finish their
+    # recomputed backward, and the parameters are those without it
+    cfg ${p}_ckpt 8 1 "$($p 2 0.25)"
+    if TFCORE_TRACE_COMM="$tmp/${p}_ckpt.trace" "$tfcore" -c "$tmp/${p}_ckpt.cfg" \
+        -o training.gradient_checkpointing=true >"$tmp/${p}_ckpt.out" 2>&1 \
+        && check_overlap ${p}_ckpt >"$tmp/${p}_ckpt_overlap.txt" 2>&1; then ok; else
+        bad "$p overlap order with gradient_checkpointing"; cat "$tmp/${p}_ckpt.out" "$tmp/${p}_ckpt_overlap.txt" | tail -n 15; fi
+    same_params ${p}_trace ${p}_ckpt
 done
 
 # --- 3. a world size that does not divide the data; sharded evaluation ----------

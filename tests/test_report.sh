@@ -1,7 +1,8 @@
 #!/bin/sh
 # `tfcore report`: the comparison table of hand-written runs (a 1-worker
 # baseline, DataParallel and DDP on 2 workers, a run from before
-# comm_exposed/config were recorded, SQuAD runs) against expected files;
+# comm_exposed/config were recorded, SQuAD runs, runs with memory_bytes)
+# against expected files;
 # baseline and metric choice; --json and -o; the SVG chart (well-formed, one
 # bar per run, names escaped); and for every malformed input one line, exit 5
 # and no output file written.
@@ -65,6 +66,8 @@ imdb="1gpu dp2 ddp2 old-format"
     same_as expected-squad.md squad-1gpu squad-ddp4 # no eval_accuracy: eval_f1
     same_as expected-imdb.md 1gpu/ dp2// ./ddp2 old-format
     same_as expected-imdb.json $imdb --json
+    # runs that recorded tfcore.memory_bytes: a second table, MiB per category
+    same_as expected-memory.md mem-base mem-ckpt mem-adafactor
 }
 
 # the old-format run: no config, no comm_exposed -> "—"; a baseline of 1.00
@@ -171,6 +174,9 @@ bad_run '{"train_runtime": 9, "tfcore": {"phase_seconds": {"comm": -0.5}}}' \
 bad_run '{"train_runtime": 9, "tfcore": {"phase_seconds": {"comm_exposed": true}}}' \
     ": tfcore.phase_seconds.comm_exposed must be a number >= 0, got true"
 bad_run '{"train_runtime": 9, "tfcore": {"world_size": 0}}' ": tfcore.world_size must be an integer >= 1, got 0"
+bad_run '{"train_runtime": 9, "tfcore": {"memory_bytes": 5}}' ": tfcore.memory_bytes must be an object, got an integer"
+bad_run '{"train_runtime": 9, "tfcore": {"memory_bytes": {"activations": "4 MB"}}}' \
+    ": tfcore.memory_bytes.activations must be a number >= 0, got a string"
 bad_run '{"train_runtime": 9, "tfcore": {"world_size": 2.0}}' \
     ": tfcore.world_size must be an integer >= 1, got a number"
 bad_run '{"train_runtime": 9, "tfcore": {"config": 7}}' ": tfcore.config must be a string, got an integer"

@@ -2,7 +2,10 @@
 # Trainer keys that change what a run computes, end to end on the CPU
 # (bert-tiny, learnable synthetic data): label_smoothing_factor changes the
 # classification loss and is refused for question answering; optim "adamw_hf"
-# (transformers' AdamW) trains differently from "adamw_torch"; do_train =
+# (transformers' AdamW) trains differently from "adamw_torch"; optim
+# "adafactor" trains, keeps a factored state far smaller than AdamW's moments,
+# and resumes bit-exactly from its checkpoint (refusing AdamW state);
+# gradient_checkpointing gives the same model bit for bit; do_train =
 # false with do_eval evaluates the loaded model only. The arithmetic itself is
 # compared with torch / transformers in tests/ref (backend_cpu_vs_torch.py,
 # model_bert_vs_hf.py).
@@ -60,6 +63,53 @@ run hf -o training.optim=\"adamw_hf\" && ok || { bad "adamw_hf run failed"; cat 
 [ "$(losses hf | sed -n 1p)" = "$b1" ] && [ "$(losses hf | tail -n 1)" != "$(losses base | tail -n 1)" ] && ok \
     || bad "adamw_hf: losses $(losses hf | tr '\n' ' ') vs adamw_torch $(losses base | tr '\n' ' ')"
 
+# 2b. optim adafactor: same first loss, another path; checkpoints hold its
+# factored state (smaller than AdamW's two moments) and resume exactly
+run af -o training.optim=\"adafactor\" && ok || { bad "adafactor run failed"; cat "$tmp/af.log"; }
+[ "$(losses af | sed -n 1p)" = "$b1" ] && [ "$(losses af | tail -n 1)" != "$(losses base | tail -n 1)" ] && ok \
+    || bad "adafactor: losses $(losses af | tr '\n' ' ') vs adamw_torch $(losses base | tr '\n' ' ')"
+ckpt="-o training.max_steps=6 -o training.save_strategy=\"steps\" -o training.save_steps=3"
+# shellcheck disable=SC2086
+run afa -o training.optim=\"adafactor\" $ckpt && ok || { bad "adafactor checkpointed run failed"; cat "$tmp/afa.log"; }
+# shellcheck disable=SC2086
+run afb -o training.optim=\"adafactor\" $ckpt -o training.resume_from_checkpoint=\"$tmp/afa/checkpoint-3\" && ok \
+    || { bad "adafactor resume failed"; cat "$tmp/afb.log"; }
+cmp -s "$tmp/afa/model.safetensors" "$tmp/afb/model.safetensors" && ok || bad "adafactor: resumed model differs"
+cmp -s "$tmp/afa/checkpoint-6/optimizer.safetensors" "$tmp/afb/checkpoint-6/optimizer.safetensors" && ok \
+    || bad "adafactor: resumed optimizer state differs"
+# shellcheck disable=SC2086
+run ada $ckpt && ok || { bad "adamw checkpointed run failed"; cat "$tmp/ada.log"; }
+af_bytes=$(wc -c <"$tmp/afa/checkpoint-3/optimizer.safetensors")
+ad_bytes=$(wc -c <"$tmp/ada/checkpoint-3/optimizer.safetensors")
+[ "$af_bytes" -lt $((ad_bytes / 4)) ] && ok || bad "adafactor state $af_bytes bytes, AdamW's $ad_bytes"
+# shellcheck disable=SC2086
+run afc -o training.optim=\"adafactor\" $ckpt -o training.resume_from_checkpoint=\"$tmp/ada/checkpoint-3\"
+rc=$?
+[ "$rc" -ne 0 ] && grep -q 'optimizer.safetensors holds AdamW state, but training.optim is "adafactor"' "$tmp/afc.log" \
+    && ok || { bad "adafactor resuming AdamW state: exit $rc"; cat "$tmp/afc.log"; }
+
+# 2c. gradient_checkpointing (dropout on, bert-tiny's 0.1): the same losses
+# and the same final parameters, bit for bit, as the run without it
+run ckpt -o training.gradient_checkpointing=true && ok || { bad "gradient_checkpointing run failed"; cat "$tmp/ckpt.log"; }
+[ "$(losses ckpt)" = "$(losses base)" ] && ok || bad "gradient_checkpointing: losses $(losses ckpt | tr '\n' ' ') vs $(losses base | tr '\n' ' ')"
+cmp -s "$tmp/base/model.safetensors" "$tmp/ckpt/model.safetensors" && ok || bad "gradient_checkpointing changed the model"
+"$tfcore" -c "$tmp/tiny.cfg" --dry-run -o training.gradient_checkpointing=\"yes\" >/dev/null 2>"$tmp/gc.err"
+rc=$?
+[ "$rc" -eq 3 ] && grep -q "training.gradient_checkpointing" "$tmp/gc.err" && ok \
+    || { bad "gradient_checkpointing = \"yes\": exit $rc"; cat "$tmp/gc.err"; }
+
+# 2d. results.json's memory by category shows each technique's saving:
+# checkpointing less activation memory, Adafactor a far smaller optimizer state
+python3 - "$tmp/base" "$tmp/ckpt" "$tmp/af" <<'PY' && ok || bad "memory_bytes do not show the savings"
+import json, sys
+b, c, a = (json.load(open(d + "/results.json"))["tfcore"]["memory_bytes"] for d in sys.argv[1:4])
+keys = {"weights", "gradients", "optimizer_states", "activations", "temporaries"}
+assert set(b) == keys and set(c) == keys and set(a) == keys, (b, c, a)
+assert b["weights"] > 0 and b["gradients"] == b["weights"] and b["optimizer_states"] == 2 * b["gradients"], b
+assert c["activations"] < b["activations"] and c["optimizer_states"] == b["optimizer_states"], (b, c)
+assert a["optimizer_states"] * 50 < b["optimizer_states"] and a["activations"] == b["activations"], (b, a)
+PY
+
 # 3. do_train = false, do_eval = true: the loaded model evaluated, nothing trained or saved
 run trained -o training.eval_strategy=\"steps\" -o training.eval_steps=3 && ok || { bad "trained run failed"; cat "$tmp/trained.log"; }
 cat >"$tmp/eval.cfg" <<CFG
@@ -105,6 +155,11 @@ rc=$?
 rc=$?
 [ "$rc" -eq 3 ] && grep -q 'training.optim = "adamw_hf" needs a backend with adamw_ex' "$tmp/a11.err" \
     && ok || { bad "adamw_hf on an ABI 1.1 backend: exit $rc"; cat "$tmp/a11.err"; }
+"$tfcore" -c "$tmp/tiny.cfg" --dry-run -o plugins.path=\"$abi11\" -o backend.plugin=\"cpu11\" \
+    -o training.optim=\"adafactor\" >/dev/null 2>"$tmp/a11.err"
+rc=$?
+[ "$rc" -eq 3 ] && grep -q 'training.optim = "adafactor" needs a backend with adafactor (plugin ABI 1.3)' "$tmp/a11.err" \
+    && ok || { bad "adafactor on an ABI 1.1 backend: exit $rc"; cat "$tmp/a11.err"; }
 
 echo "test_trainer_options: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -62,6 +62,7 @@ START_TEST(defaults_are_transformers_4_46)
     ck_assert_double_eq(a.num_train_epochs, 3.0);
     ck_assert_int_eq(a.max_steps, -1);
     ck_assert_int_eq(a.optim, TF_OPTIM_ADAMW_TORCH);
+    ck_assert(!a.gradient_checkpointing);
     ck_assert_double_eq(a.learning_rate, 5e-5);
     ck_assert_double_eq(a.weight_decay, 0.0);
     ck_assert_double_eq(a.adam_beta1, 0.9);
@@ -126,6 +127,7 @@ START_TEST(values_from_the_config)
                  "  bf16 = true; tf32 = false; dataloader_num_workers = 2; disable_tqdm = true;\n"
                  "  load_best_model_at_end = true; metric_for_best_model = \"accuracy\";\n"
                  "  report_to = [\"none\"]; resume_from_checkpoint = \"out/run1/checkpoint-500\";\n"
+                 "  gradient_checkpointing = true;\n"
                  "};\n",
                  &a));
     ck_assert_str_eq(a.output_dir, "out/run1");
@@ -137,6 +139,7 @@ START_TEST(values_from_the_config)
     ck_assert_double_eq(a.num_train_epochs, 2.0);
     ck_assert_int_eq(a.max_steps, 1000);
     ck_assert_int_eq(a.optim, TF_OPTIM_ADAMW_HF);
+    ck_assert(a.gradient_checkpointing);
     ck_assert_double_eq(a.learning_rate, 2e-5);
     ck_assert_double_eq(a.weight_decay, 0.01);
     ck_assert_double_eq(a.adam_beta1, 0.8);
@@ -283,15 +286,20 @@ START_TEST(optimizers_and_schedulers)
 {
     ck_assert_str_eq(fails("training = {\n optim = \"sgd\";\n};"),
                      "conf/t.cfg:2: training.optim 'sgd' is not implemented in tfcore (choose one "
-                     "of adamw_torch, adamw_hf)");
+                     "of adamw_torch, adamw_hf, adafactor)");
     ck_assert_str_eq(fails("training = {\n optim = \"adamw_torch_fused\";\n};"),
                      "conf/t.cfg:2: training.optim 'adamw_torch_fused' is not implemented in "
-                     "tfcore (choose one of adamw_torch, adamw_hf)");
+                     "tfcore (choose one of adamw_torch, adamw_hf, adafactor)");
     ck_assert_str_eq(fails("training = {\n optim = \"adamw_trch\";\n};"),
-                     "conf/t.cfg:2: training.optim must be one of adamw_torch, adamw_hf; got "
+                     "conf/t.cfg:2: training.optim must be one of adamw_torch, adamw_hf, adafactor; got "
                      "'adamw_trch' (did you mean 'adamw_torch'?)");
+    tf_training_args a;
+    OK(read_text("training = {\n optim = \"adafactor\";\n};", &a));
+    ck_assert_int_eq(a.optim, TF_OPTIM_ADAFACTOR);
+    ck_assert_str_eq(tf_optim_name(a.optim), "adafactor");
+    tf_training_args_free(&a);
     ck_assert_str_eq(fails("training = {\n optim = \"adam\";\n};"),
-                     "conf/t.cfg:2: training.optim must be one of adamw_torch, adamw_hf; got 'adam'");
+                     "conf/t.cfg:2: training.optim must be one of adamw_torch, adamw_hf, adafactor; got 'adam'");
     ck_assert_str_eq(fails("training = {\n lr_scheduler_type = \"polynomial\";\n};"),
                      "conf/t.cfg:2: training.lr_scheduler_type 'polynomial' is not implemented in "
                      "tfcore (choose one of linear, constant, constant_with_warmup, cosine)");
@@ -300,7 +308,6 @@ START_TEST(optimizers_and_schedulers)
                      "constant_with_warmup, cosine; got 'cosin' (did you mean 'cosine'?)");
     ck_assert_str_eq(fails("training = {\n lr_scheduler_type = 1;\n};"),
                      "conf/t.cfg:2: training.lr_scheduler_type must be a string, got int 1");
-    tf_training_args a;
     OK(read_text("training = { lr_scheduler_type = \"constant\"; };", &a));
     ck_assert_int_eq(a.lr_scheduler_type, TF_LR_CONSTANT);
     ck_assert_str_eq(tf_lr_scheduler_name(a.lr_scheduler_type), "constant");

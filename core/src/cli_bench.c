@@ -24,7 +24,8 @@ static void usage(FILE *out)
             "  with the config's model, data, backend and precision. Prints the median\n"
             "  samples/s, matmul GFLOP/s (6*L*(4H^2 + 2HI) + 12*L*S*H FLOPs per token) and\n"
             "  peak memory; --json adds one JSON object as the last line with the keys\n"
-            "  samples_per_second, matmul_gflops, peak_rss_mb (and more).\n");
+            "  samples_per_second, matmul_gflops, peak_rss_mb, memory_bytes by category\n"
+            "  (weights, gradients, optimizer_states, activations, temporaries) (and more).\n");
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -138,13 +139,33 @@ int tf_cli_bench(int argc, char **argv)
         printf("samples/s    %.2f\n", sps);
         printf("matmul       %.1f GFLOP/s\n", gflops);
         printf("peak RSS     %.1f MiB\n", rss);
-        if (json)
+        tf_memory_breakdown mb;
+        bool have_mb = tf_trainer_memory(&t, &mb);
+        const double MiB = 1048576.0;
+        if (have_mb) {
+            printf("memory       weights %.1f MiB, gradients %.1f MiB, optimizer states %.1f MiB, "
+                   "activations %.1f MiB",
+                   (double)mb.weights / MiB, (double)mb.gradients / MiB, (double)mb.optimizer_states / MiB,
+                   (double)mb.activations / MiB);
+            if (mb.have_temporaries) printf(", temporaries %.1f MiB", (double)mb.temporaries / MiB);
+            printf("\n");
+        }
+        if (json) {
             printf("{\"samples_per_second\": %.4f, \"matmul_gflops\": %.3f, \"peak_rss_mb\": %.2f, "
                    "\"peak_backend_memory_mb\": %.2f, \"median_step_seconds\": %.6f, \"steps\": %ld, "
-                   "\"batch\": %lld, \"seq\": %d, \"layers\": %d, \"hidden\": %d, \"last_loss\": %.6f}\n",
+                   "\"batch\": %lld, \"seq\": %d, \"layers\": %d, \"hidden\": %d, \"last_loss\": %.6f",
                    sps, gflops, rss, (double)mi.peak / 1048576.0, med, steps,
                    (long long)(t.args->per_device_train_batch_size * t.args->gradient_accumulation_steps), seq,
                    t.info->num_layers, t.info->hidden_size, loss);
+            if (have_mb) {
+                printf(", \"memory_bytes\": {\"weights\": %zu, \"gradients\": %zu, \"optimizer_states\": %zu, "
+                       "\"activations\": %zu",
+                       mb.weights, mb.gradients, mb.optimizer_states, mb.activations);
+                if (mb.have_temporaries) printf(", \"temporaries\": %zu", mb.temporaries);
+                printf("}");
+            }
+            printf("}\n");
+        }
     }
     if (st) rc = tf_cli_fail(&err);
     tf_sampler_free(&s);

@@ -71,10 +71,21 @@ static tf_status check_abi_needs(const tf_plan *plan, tf_error *err)
                             "model '%s' is ABI %u.%u",
                             tf_cfg_where(ts, "label_smoothing_factor"), a->label_smoothing_factor,
                             mp->desc->name, mp->desc->abi_major, mp->desc->abi_minor);
+    if (a->gradient_checkpointing && mp->desc->abi_minor < 3)
+        return tf_error_set(err, TF_ERR_CONFIG,
+                            "%s: training.gradient_checkpointing needs a model plugin built for ABI 1.3; "
+                            "model '%s' is ABI %u.%u",
+                            tf_cfg_where(ts, "gradient_checkpointing"), mp->desc->name, mp->desc->abi_major,
+                            mp->desc->abi_minor);
     if (a->optim == TF_OPTIM_ADAMW_HF && !TF_HAS(bvt, adamw_ex))
         return tf_error_set(err, TF_ERR_CONFIG,
                             "%s: training.optim = \"adamw_hf\" needs a backend with adamw_ex (plugin ABI 1.2); "
                             "backend '%s' (ABI %u.%u) runs only \"adamw_torch\"",
+                            tf_cfg_where(ts, "optim"), bp->desc->name, bp->desc->abi_major, bp->desc->abi_minor);
+    if (a->optim == TF_OPTIM_ADAFACTOR && !TF_HAS(bvt, adafactor))
+        return tf_error_set(err, TF_ERR_CONFIG,
+                            "%s: training.optim = \"adafactor\" needs a backend with adafactor (plugin ABI 1.3); "
+                            "backend '%s' (ABI %u.%u) does not have it",
                             tf_cfg_where(ts, "optim"), bp->desc->name, bp->desc->abi_major, bp->desc->abi_minor);
     return TF_OK;
 }

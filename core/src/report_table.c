@@ -16,6 +16,9 @@
 const char *const tf_report_phase_name[TF_REPORT_PHASES] = {"data", "forward", "backward", "comm",
                                                             "optimizer", "eval", "save"};
 
+const char *const tf_report_memory_name[TF_REPORT_MEMORY] = {"weights", "gradients", "optimizer_states",
+                                                              "activations", "temporaries"};
+
 #define MISSING "\xe2\x80\x94" /* "—", U+2014: a value the run did not record */
 
 /* --- text buffer ------------------------------------------------------------ */
@@ -201,6 +204,14 @@ static tf_status read_tfcore(const json_t *x, const char *path, tf_report_run *r
         if ((st = read_seconds(ph, "tfcore.phase_seconds.", "comm_exposed", false, path, &run->comm_exposed, err)))
             return st;
     }
+    const json_t *mem = json_object_get(x, "memory_bytes");
+    if (mem && !json_is_object(mem))
+        return tf_error_set(err, TF_ERR_DATA, "%s: tfcore.memory_bytes must be an object, got %s", path,
+                            json_type_name(mem));
+    for (int i = 0; mem && i < TF_REPORT_MEMORY; i++)
+        if ((st = read_seconds(mem, "tfcore.memory_bytes.", tf_report_memory_name[i], false, path, &run->memory[i],
+                               err)))
+            return st;
     const json_t *ws = json_object_get(x, "world_size");
     if (ws && (!json_is_integer(ws) || json_integer_value(ws) < 1)) {
         if (json_is_integer(ws))
@@ -220,6 +231,7 @@ tf_status tf_report_read_run(const char *dir, tf_report_run *run, tf_error *err)
     memset(run, 0, sizeof *run);
     run->train_runtime = run->samples_per_second = run->comm_exposed = NAN;
     for (int i = 0; i < TF_REPORT_PHASES; i++) run->phase[i] = NAN;
+    for (int i = 0; i < TF_REPORT_MEMORY; i++) run->memory[i] = NAN;
     run->world_size = -1;
 
     /* DIR/results.json without doubling a trailing slash */
@@ -401,6 +413,51 @@ static const char *file_name(const char *path)
     return slash && slash[1] ? slash + 1 : path;
 }
 
+/* Backend memory by category in MiB, one row per run, when any run has it
+ * (results.json tfcore.memory_bytes). */
+static void memory_table(tf_report_text *t, const tf_report *r)
+{
+    bool any = false;
+    for (size_t i = 0; i < r->n; i++)
+        for (int k = 0; k < TF_REPORT_MEMORY; k++) any = any || !isnan(r->runs[i].memory[k]);
+    if (!any) return;
+    size_t w = 3;
+    for (size_t i = 0; i < r->n; i++) {
+        size_t x = tf_report_width(r->runs[i].name);
+        if (x > w) w = x;
+    }
+    static const char *const title[TF_REPORT_MEMORY] = {"weights MiB", "gradients MiB", "optimizer states MiB",
+                                                         "activations MiB", "temporaries MiB"};
+    tf_report_printf(t, "\n| %-*s |", (int)w, "run");
+    for (int k = 0; k < TF_REPORT_MEMORY; k++) tf_report_printf(t, " %s |", title[k]);
+    tf_report_puts(t, "\n|");
+    for (size_t k = 0; k < w + 2; k++) tf_report_puts(t, "-");
+    for (int k = 0; k < TF_REPORT_MEMORY; k++) {
+        tf_report_puts(t, "|");
+        for (size_t j = 0; j < strlen(title[k]) + 1; j++) tf_report_puts(t, "-");
+        tf_report_puts(t, ":");
+    }
+    tf_report_puts(t, "|\n");
+    for (size_t i = 0; i < r->n; i++) {
+        const tf_report_run *run = &r->runs[i];
+        char *name = md_cell_text(run->name);
+        if (!name) {
+            t->failed = true;
+            return;
+        }
+        tf_report_printf(t, "| %s%*s |", name, (int)(w - tf_report_width(name)), "");
+        free(name);
+        for (int k = 0; k < TF_REPORT_MEMORY; k++) {
+            double v = run->memory[k];
+            char cellv[64];
+            if (isnan(v)) snprintf(cellv, sizeof cellv, "%s", MISSING);
+            else snprintf(cellv, sizeof cellv, "%.1f", v / 1048576.0);
+            tf_report_printf(t, " %*s%s |", (int)(strlen(title[k]) - tf_report_width(cellv)), "", cellv);
+        }
+        tf_report_puts(t, "\n");
+    }
+}
+
 char *tf_report_markdown(const tf_report *r)
 {
     size_t rows = r->n + 1;
@@ -454,6 +511,7 @@ char *tf_report_markdown(const tf_report *r)
     for (size_t k = 0; k < rows * NCOLS; k++) free(cell[k]);
     free(cell);
     if (oom) t.failed = true;
+    if (!oom) memory_table(&t, r);
     return tf_report_text_take(&t);
 }
 
@@ -488,6 +546,12 @@ char *tf_report_json(const tf_report *r)
         json_object_set_new(x, "train_samples_per_second", number_or_null(run->samples_per_second));
         json_object_set_new(x, "exposed_comm_percent", number_or_null(tf_report_exposed_percent(run)));
         json_object_set_new(x, r->metric, number_or_null(tf_report_value(run, r->metric)));
+        bool have_mem = false; /* tfcore.memory_bytes, when the run recorded it */
+        for (int k = 0; k < TF_REPORT_MEMORY; k++) have_mem = have_mem || !isnan(run->memory[k]);
+        json_t *mem = have_mem ? json_object() : NULL;
+        for (int k = 0; mem && k < TF_REPORT_MEMORY; k++)
+            json_object_set_new(mem, tf_report_memory_name[k], number_or_null(run->memory[k]));
+        if (mem) json_object_set_new(x, "memory_bytes", mem);
         json_array_append_new(runs, x);
     }
     char *text = NULL;

@@ -32,6 +32,11 @@ enum {
 };
 extern const char *const tf_report_phase_name[TF_REPORT_PHASES];
 
+/* The categories of tfcore.memory_bytes (weights, gradients, optimizer_states,
+ * activations, temporaries), in that order. */
+#define TF_REPORT_MEMORY 5
+extern const char *const tf_report_memory_name[TF_REPORT_MEMORY];
+
 /* One run. Numbers are NAN and strings NULL where results.json lacks the key. */
 typedef struct tf_report_run {
     char *dir;    /* the folder as given (valid UTF-8: bad bytes became U+FFFD) */
@@ -44,6 +49,7 @@ typedef struct tf_report_run {
     long long world_size;          /* tfcore.world_size; -1 when absent */
     const char *config;            /* tfcore.config: the config file as given */
     const char *comm, *precision;  /* tfcore.comm ("none" for one worker), tfcore.precision */
+    double memory[TF_REPORT_MEMORY]; /* tfcore.memory_bytes.<name>, bytes */
 } tf_report_run;
 
 /* Read DIR/results.json into *run. Errors (TF_ERR_DATA, one line):

@@ -166,6 +166,8 @@ static json_t *tfcore_section(tf_trainer *t)
         t->bvt->mem_info(t->be, &mi);
         json_object_set_new(x, "peak_backend_memory_mb", json_real((double)mi.peak / 1048576.0));
     }
+    json_t *mem = tf_trainer_memory_json(t);
+    if (mem) json_object_set_new(x, "memory_bytes", mem);
     json_object_set_new(x, "global_step", json_integer(t->global_step));
     json_object_set_new(x, "skipped_steps", json_integer(t->skipped_steps));
     json_object_set_new(x, "world_size", json_integer(t->world));

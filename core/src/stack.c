@@ -42,7 +42,7 @@ tf_status tf_stack_open(tf_stack *s, const tf_plan *plan, const tf_stack_options
     s->defer_loss = o->defer_loss && TF_HAS(mvt, read_loss);
     tf_model_create_args mc = {sizeof mc, tf_config_section(cfg, "model"), s->backend.vt, s->backend.h,
                                s->compute_dtype, s->matmul_mode, seed, 0, 0, s->defer_loss,
-                               o->label_smoothing_factor};
+                               o->label_smoothing_factor, o->gradient_checkpointing};
     if ((st = mvt->create(&mc, &s->model.h, err))) return st;
     s->model.vt = mvt;
     s->model.info = mvt->info(s->model.h);

@@ -45,6 +45,7 @@ typedef struct tf_stack_options {
     bool with_model;              /* false: backend and precision only (the --dry-run check) */
     bool defer_loss;              /* ask for defer_loss when the model has read_loss (tfcore/model.h) */
     float label_smoothing_factor; /* tf_model_create_args' (0 without labels) */
+    bool gradient_checkpointing;  /* tf_model_create_args' (training.gradient_checkpointing) */
 } tf_stack_options;
 
 /* Open the plan's backend, precision and (with_model) model with the

@@ -207,7 +207,8 @@ tf_status tf_trainer_setup(tf_trainer *t, const tf_plan *plan, const tf_worker *
 
     t->dvt = plan->plugin[TF_KIND_DATASET]->desc->vtable;
     tf_stack_options so = {.device = w->local_rank, .threads = backend_threads(t), .with_model = true,
-                           .defer_loss = true, .label_smoothing_factor = (float)a->label_smoothing_factor};
+                           .defer_loss = true, .label_smoothing_factor = (float)a->label_smoothing_factor,
+                           .gradient_checkpointing = a->gradient_checkpointing};
     st = tf_stack_open(&t->stack, plan, &so, err);
     /* the step's shorthand for the stack's parts */
     t->bvt = t->stack.backend.vt;
@@ -237,12 +238,16 @@ tf_status tf_trainer_setup(tf_trainer *t, const tf_plan *plan, const tf_worker *
 
     t->mvt->buffers(t->model, &t->buf);
     size_t mb = t->buf.n * sizeof(float);
-    if ((st = t->bvt->alloc(t->be, mb, TF_MEM_DEVICE, (void **)&t->exp_avg, err))) return st;
-    if ((st = t->bvt->alloc(t->be, mb, TF_MEM_DEVICE, (void **)&t->exp_avg_sq, err))) return st;
+    if (a->optim == TF_OPTIM_ADAFACTOR) {
+        if ((st = tf_trainer_adafactor_setup(t, err))) return st;
+    } else {
+        if ((st = t->bvt->alloc(t->be, mb, TF_MEM_DEVICE, (void **)&t->exp_avg, err))) return st;
+        if ((st = t->bvt->alloc(t->be, mb, TF_MEM_DEVICE, (void **)&t->exp_avg_sq, err))) return st;
+        if ((st = t->bvt->memset(t->be, t->exp_avg, 0, mb, NULL))) return tf_error_set(err, st, "memset failed");
+        if ((st = t->bvt->memset(t->be, t->exp_avg_sq, 0, mb, NULL))) return tf_error_set(err, st, "memset failed");
+    }
     if ((st = t->bvt->alloc(t->be, 4 * sizeof(float), TF_MEM_DEVICE, (void **)&t->dev_scalars, err))) return st;
     if ((st = t->bvt->alloc(t->be, sizeof(int32_t), TF_MEM_DEVICE, (void **)&t->dev_flag, err))) return st;
-    if ((st = t->bvt->memset(t->be, t->exp_avg, 0, mb, NULL))) return tf_error_set(err, st, "memset failed");
-    if ((st = t->bvt->memset(t->be, t->exp_avg_sq, 0, mb, NULL))) return tf_error_set(err, st, "memset failed");
     if ((st = make_segments(t, err))) return st;
     if ((st = t->mvt->zero_grad(t->model, err))) return st;
     return TF_OK;
@@ -255,6 +260,7 @@ void tf_trainer_teardown(tf_trainer *t)
     if (t->be) {
         if (t->exp_avg) t->bvt->free(t->be, t->exp_avg, TF_MEM_DEVICE);
         if (t->exp_avg_sq) t->bvt->free(t->be, t->exp_avg_sq, TF_MEM_DEVICE);
+        tf_trainer_adafactor_free(t);
         if (t->dev_scalars) t->bvt->free(t->be, t->dev_scalars, TF_MEM_DEVICE);
         if (t->dev_flag) t->bvt->free(t->be, t->dev_flag, TF_MEM_DEVICE);
         if (t->dev_block) t->bvt->free(t->be, t->dev_block, TF_MEM_DEVICE);
@@ -377,7 +383,9 @@ static tf_status optimizer_step(tf_trainer *t, const tf_lr_schedule *lrs, double
             if ((st = clip_gradients(t, norm, err))) return st;
             tf_adamw_hyper h = {(float)*lr_used, (float)t->args->adam_beta1, (float)t->args->adam_beta2,
                                 (float)t->args->adam_epsilon, t->global_step + 1 - t->skipped_steps, 1.0f};
-            if (t->args->optim == TF_OPTIM_ADAMW_HF) { /* transformers' AdamW (plan checked adamw_ex) */
+            if (t->args->optim == TF_OPTIM_ADAFACTOR) { /* plan checked the adafactor slot */
+                st = tf_trainer_adafactor_step(t, *lr_used, h.step, err);
+            } else if (t->args->optim == TF_OPTIM_ADAMW_HF) { /* transformers' AdamW (plan checked adamw_ex) */
                 tf_adamw_desc d = {sizeof d, h, TF_ADAMW_HF};
                 st = t->bvt->adamw_ex(t->be, NULL, t->buf.params, t->buf.grads, t->exp_avg, t->exp_avg_sq,
                                       t->segs, t->nsegs, &d, err);

@@ -65,8 +65,15 @@ typedef struct tf_trainer {
     int rows_cap, seq_cap;
 
     tf_model_buffers buf;     /* params [n], grads [n] (the model's) */
-    float *exp_avg;           /* [n] AdamW first moment (backend memory) */
+    float *exp_avg;           /* [n] AdamW first moment (backend memory; NULL for adafactor) */
     float *exp_avg_sq;        /* [n] AdamW second moment */
+    /* optim "adafactor" (trainer_adafactor.c): its state instead of the moments */
+    tf_adafactor_tensor *af_tensors; /* [af_ntensors] the parameters as [batch, rows, cols] */
+    size_t af_ntensors;
+    float *af_state;          /* [af_state_n] f32 backend memory, zeroed at setup */
+    size_t af_state_n;
+    void *af_workspace;       /* backend memory, af_workspace_bytes */
+    size_t af_workspace_bytes;
     float *dev_scalars;       /* [2] f32: loss / squared norm scratch */
     int32_t *dev_flag;        /* [1] finite-check flag */
     tf_adamw_segment *segs;   /* weight-decay segments over the flat buffer */

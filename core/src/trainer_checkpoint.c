@@ -3,7 +3,9 @@
  * A checkpoint holds what transformers needs to load the model
  * (config.json, model.safetensors, vocab.txt: the model plugin's save) and
  * what tfcore needs to continue exactly: optimizer.safetensors (the AdamW
- * moments, flat, as the model's parameter buffer) and trainer_state.json
+ * moments, flat, as the model's parameter buffer, format
+ * "tfcore-adamw-flat-v1"; or optim "adafactor"'s state, flat as
+ * trainer_adafactor.c lays it out, "tfcore-adafactor-flat-v1") and trainer_state.json
  * (steps, loss so far, loss-scaler state, Trainer's best_metric and
  * best_model_checkpoint). It is written into checkpoint-N.tmp and renamed
  * into place; an existing checkpoint-N is renamed aside first and removed
@@ -36,8 +38,27 @@ static tf_status download(tf_trainer *t, const float *src, float *dst, size_t n,
     return st;
 }
 
+static tf_status write_adafactor(tf_trainer *t, const char *dir, tf_error *err)
+{
+    size_t n = t->af_state_n;
+    float *s = malloc((n ? n : 1) * sizeof *s);
+    tf_status st = s ? TF_OK : tf_error_set(err, TF_ERR_RUNTIME, "out of memory saving the optimizer");
+    if (!st) st = download(t, t->af_state, s, n, err);
+    if (!st) {
+        int64_t shape[1] = {(int64_t)n};
+        tf_st_tensor ts[1] = {{.name = "adafactor_state", .dtype = TF_DTYPE_F32, .ndim = 1, .shape = shape, .data = s}};
+        tf_st_kv meta[1] = {{"format", "tfcore-adafactor-flat-v1"}};
+        char path[8400];
+        snprintf(path, sizeof path, "%s/%s", dir, OPTIM_FILE);
+        st = tf_safetensors_write(path, ts, 1, meta, 1, err);
+    }
+    free(s);
+    return st;
+}
+
 static tf_status write_optimizer(tf_trainer *t, const char *dir, tf_error *err)
 {
+    if (t->args->optim == TF_OPTIM_ADAFACTOR) return write_adafactor(t, dir, err);
     size_t n = t->buf.n;
     float *m = malloc(n * sizeof *m), *v = malloc(n * sizeof *v);
     tf_status st = m && v ? TF_OK : tf_error_set(err, TF_ERR_RUNTIME, "out of memory saving the optimizer");
@@ -262,6 +283,26 @@ static tf_status load_optimizer(tf_trainer *t, const char *dir, tf_error *err)
     tf_safetensors *f;
     tf_status st = tf_safetensors_open(path, &f, err);
     if (st) return st;
+    /* the state of another optimizer cannot continue this one's run */
+    bool want_af = t->args->optim == TF_OPTIM_ADAFACTOR;
+    const char *fmt = tf_safetensors_metadata_get(f, "format");
+    bool is_af = fmt && strcmp(fmt, "tfcore-adafactor-flat-v1") == 0;
+    if (want_af != is_af) {
+        tf_safetensors_close(f);
+        return tf_error_set(err, TF_ERR_DATA, "%s holds %s state, but training.optim is \"%s\"", path,
+                            is_af ? "Adafactor" : "AdamW", tf_optim_name(t->args->optim));
+    }
+    if (want_af) {
+        int64_t shape[1] = {(int64_t)t->af_state_n};
+        float *host = malloc((t->af_state_n ? t->af_state_n : 1) * sizeof *host);
+        if (!host) st = tf_error_set(err, TF_ERR_RUNTIME, "out of memory loading %s", path);
+        if (!st) st = tf_safetensors_load_f32(f, "adafactor_state", 1, shape, host, err);
+        if (!st)
+            st = t->bvt->memcpy(t->be, t->af_state, host, t->af_state_n * sizeof *host, TF_COPY_HOST_TO_DEVICE, NULL);
+        free(host);
+        tf_safetensors_close(f);
+        return st;
+    }
     int64_t shape[1] = {(int64_t)t->buf.n};
     float *host = malloc(t->buf.n * sizeof *host);
     const char *names[2] = {"exp_avg", "exp_avg_sq"};

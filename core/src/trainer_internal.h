@@ -3,6 +3,7 @@
 #ifndef TFCORE_TRAINER_INTERNAL_H
 #define TFCORE_TRAINER_INTERNAL_H
 
+#include <jansson.h>
 #include <stdbool.h>
 
 #include "lr_schedule.h"
@@ -43,6 +44,25 @@ tf_status tf_trainer_reduce_to_root(tf_trainer *t, tf_error *err);
  * AdamW. *step_loss is Trainer's loss of the step. */
 tf_status tf_trainer_step(tf_trainer *t, tf_sampler *s, const tf_lr_schedule *lrs, int64_t step_in_epoch,
                           double *step_loss, double *lr, double *norm, bool *skipped, tf_error *err);
+
+/* optim "adafactor" (trainer_adafactor.c): the tensor list and zeroed state
+ * (setup), one step at lr with the 1-based step count, and freeing them. */
+tf_status tf_trainer_adafactor_setup(tf_trainer *t, tf_error *err);
+tf_status tf_trainer_adafactor_step(tf_trainer *t, double lr, int64_t step, tf_error *err);
+void tf_trainer_adafactor_free(tf_trainer *t);
+
+/* The run's backend memory by category (trainer_memory.c): the model's
+ * weights, gradients and activations (its memory slot, ABI 1.3), the
+ * optimizer's state, and temporaries = the backend's peak minus those four
+ * (batch buffers, op workspaces, comm buffers; only with mem_info). False
+ * when the model cannot tell (no memory slot). */
+typedef struct tf_memory_breakdown {
+    size_t weights, gradients, optimizer_states, activations, temporaries;
+    bool have_temporaries;
+} tf_memory_breakdown;
+bool tf_trainer_memory(tf_trainer *t, tf_memory_breakdown *out);
+/* The same as results.json's tfcore.memory_bytes object (bytes), or NULL. */
+json_t *tf_trainer_memory_json(tf_trainer *t);
 
 /* Wait until t->host may be refilled: from pinned memory the last upload is
  * asynchronous and may still be reading it (in a training step it has long

@@ -19,11 +19,11 @@ static const char *const scheduler_names[] = {"linear", "constant", "constant_wi
 static const char *const schedulers_not_implemented[] = {
     "cosine_with_restarts", "polynomial", "inverse_sqrt", "reduce_lr_on_plateau",
     "cosine_with_min_lr", "warmup_stable_decay", NULL};
-static const char *const optim_names[] = {"adamw_torch", "adamw_hf", NULL};
+static const char *const optim_names[] = {"adamw_torch", "adamw_hf", "adafactor", NULL};
 /* OptimizerNames values of 4.46 that tfcore does not implement */
 static const char *const optims_not_implemented[] = {
     "adamw_torch_fused", "adamw_torch_xla", "adamw_torch_npu_fused", "adamw_apex_fused",
-    "adafactor", "adamw_anyprecision", "adamw_torch_4bit", "ademamix", "sgd", "adagrad",
+    "adamw_anyprecision", "adamw_torch_4bit", "ademamix", "sgd", "adagrad",
     "adamw_bnb_8bit", "adamw_8bit", "ademamix_8bit", "lion_8bit", "lion_32bit",
     "paged_adamw_32bit", "paged_adamw_8bit", "paged_ademamix_32bit", "paged_ademamix_8bit",
     "paged_lion_32bit", "paged_lion_8bit", "rmsprop", "rmsprop_bnb", "rmsprop_bnb_8bit",
@@ -46,7 +46,7 @@ const char *tf_lr_scheduler_name(tf_lr_scheduler s)
 }
 const char *tf_optim_name(tf_optim o)
 {
-    return o >= TF_OPTIM_ADAMW_TORCH && o <= TF_OPTIM_ADAMW_HF ? optim_names[o] : "?";
+    return o >= TF_OPTIM_ADAMW_TORCH && o <= TF_OPTIM_ADAFACTOR ? optim_names[o] : "?";
 }
 
 void tf_training_args_free(tf_training_args *a)
@@ -272,6 +272,7 @@ static tf_status read_all(tf_section *t, const char *config_path, tf_training_ar
         a->greater_is_better = b ? TF_TRUE : TF_FALSE;
     }
     TRY(tf_cfg_float(t, "label_smoothing_factor", 0.0, 0, 1, &a->label_smoothing_factor, err));
+    TRY(tf_cfg_bool(t, "gradient_checkpointing", false, &a->gradient_checkpointing, err));
     TRY(read_named(t, "optim", "adamw_torch", optim_names, optims_not_implemented, &idx, err));
     a->optim = (tf_optim)idx;
 

@@ -38,8 +38,11 @@ typedef enum tf_lr_scheduler {
 /* OptimizerNames, the ones tfcore implements: adamw_torch is torch.optim.AdamW;
  * adamw_hf is transformers.optimization.AdamW, whose update differs (eps added
  * before the bias correction, weight decay applied after the update; the
- * backend's adamw_ex slot with TF_ADAMW_HF, tfcore/backend.h). */
-typedef enum tf_optim { TF_OPTIM_ADAMW_TORCH = 0, TF_OPTIM_ADAMW_HF } tf_optim;
+ * backend's adamw_ex slot with TF_ADAMW_HF, tfcore/backend.h); adafactor is
+ * transformers.optimization.Adafactor as the Trainer creates it
+ * (scale_parameter = relative_step = False, lr from the schedule; the
+ * backend's adafactor slot, tfcore/backend.h), which ignores adam_*. */
+typedef enum tf_optim { TF_OPTIM_ADAMW_TORCH = 0, TF_OPTIM_ADAMW_HF, TF_OPTIM_ADAFACTOR } tf_optim;
 
 /* Tri-state for HF's Optional[bool] fields. */
 typedef enum tf_tristate { TF_UNSET = -1, TF_FALSE = 0, TF_TRUE = 1 } tf_tristate;
@@ -71,6 +74,8 @@ typedef struct tf_training_args {
     double adam_epsilon;     /* 1e-8 */
     double max_grad_norm;    /* 1.0; <= 0 turns clipping off (as Trainer) */
     double label_smoothing_factor; /* 0.0 */
+    bool gradient_checkpointing;   /* false: the model keeps each encoder layer's input only and
+                                      recomputes the layer in backward (tf_model_create_args) */
 
     /* learning-rate schedule */
     tf_lr_scheduler lr_scheduler_type; /* "linear" */

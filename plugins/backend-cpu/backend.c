@@ -275,6 +275,7 @@ static const tf_backend_vtable cpu_vtable = {
     .dropout_fwd_ex = cpu_dropout_fwd_ex,
     .attention_fwd_ex = cpu_attention_fwd_ex,
     .attention_bwd_ex = cpu_attention_bwd_ex,
+    .adafactor = cpu_adafactor,
 };
 
 TF_PLUGIN_DEFINE(TF_KIND_BACKEND, CPU_PLUGIN_NAME, CPU_PLUGIN_VERSION,

@@ -243,5 +243,7 @@ tf_status cpu_adamw(tf_backend *be, tf_stream *s, float *params, const float *gr
 tf_status cpu_adamw_ex(tf_backend *be, tf_stream *s, float *params, const float *grads, float *m,
                        float *v, const tf_adamw_segment *segs, size_t nsegs,
                        const tf_adamw_desc *d, tf_error *err);
+tf_status cpu_adafactor(tf_backend *be, tf_stream *s, float *params, const float *grads, float *state,
+                        const tf_adafactor_desc *d, tf_error *err);
 
 #endif

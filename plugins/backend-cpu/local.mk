@@ -21,7 +21,8 @@ BACKEND_CPU_SOURCES = \
 	plugins/backend-cpu/elementwise.c \
 	plugins/backend-cpu/embedding.c \
 	plugins/backend-cpu/loss.c \
-	plugins/backend-cpu/optimizer.c
+	plugins/backend-cpu/optimizer.c \
+	plugins/backend-cpu/adafactor.c
 
 # No -march: the code is baseline x86-64, and the hot loops carry AVX2 and
 # AVX-512 clones that the loader picks on the machine it runs on

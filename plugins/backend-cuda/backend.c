@@ -310,6 +310,7 @@ static const tf_backend_vtable cuda_vtable = {
     .dropout_fwd_ex = cuda_dropout_fwd_ex,
     .attention_fwd_ex = cuda_attention_fwd_ex,
     .attention_bwd_ex = cuda_attention_bwd_ex,
+    .adafactor = cuda_adafactor,
 };
 
 TF_PLUGIN_DEFINE(TF_KIND_BACKEND, CUDA_PLUGIN_NAME, CUDA_PLUGIN_VERSION,

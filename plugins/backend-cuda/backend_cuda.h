@@ -155,6 +155,19 @@ cudaError_t tfc_adamw(cudaStream_t s, float *params, const float *grads, float *
                       const tfc_adamw_chunk *chunks, size_t nchunks, const float *weight_decay,
                       const tfc_adamw_scalars *k);
 
+/* --- adafactor.cu ------------------------------------------------------------ */
+/* Scalars of one Adafactor step, rounded to float on the host as backend-cpu
+ * does (lr_d: the descriptor's lr, for -(wd·lr) formed in double). */
+typedef struct tfc_adafactor_scalars {
+    float beta2t, one_minus_beta2t, eps, grad_scale, clip, lr;
+    double lr_d;
+} tfc_adafactor_scalars;
+/* Most pieces a sum of squares is cut into (ws holds 2 + this many doubles). */
+#define TFC_ADAFACTOR_PARTS 1024
+/* One tensor's step, queued on s; ws: the descriptor's workspace (device). */
+cudaError_t tfc_adafactor_tensor(cudaStream_t s, float *params, const float *grads, float *state,
+                                 const tf_adafactor_tensor *t, const tfc_adafactor_scalars *k, double *ws);
+
 #ifdef __cplusplus
 }
 #endif
@@ -519,6 +532,8 @@ tf_status cuda_adamw(tf_backend *be, tf_stream *s, float *params, const float *g
 tf_status cuda_adamw_ex(tf_backend *be, tf_stream *s, float *params, const float *grads,
                         float *m, float *v, const tf_adamw_segment *segs, size_t nsegs,
                         const tf_adamw_desc *d, tf_error *err);
+tf_status cuda_adafactor(tf_backend *be, tf_stream *s, float *params, const float *grads, float *state,
+                         const tf_adafactor_desc *d, tf_error *err);
 #endif /* !__CUDACC__ */
 
 #endif

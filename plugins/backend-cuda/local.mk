@@ -28,13 +28,15 @@ BACKEND_CUDA_C_FILES = \
 	plugins/backend-cuda/fused_ops.c \
 	plugins/backend-cuda/elementwise_ops.c \
 	plugins/backend-cuda/embedding_ops.c \
-	plugins/backend-cuda/optimizer_ops.c
+	plugins/backend-cuda/optimizer_ops.c \
+	plugins/backend-cuda/adafactor_ops.c
 
 BACKEND_CUDA_KERNEL_FILES = \
 	plugins/backend-cuda/elementwise.cu \
 	plugins/backend-cuda/reduce.cu \
 	plugins/backend-cuda/embedding.cu \
 	plugins/backend-cuda/optimizer.cu \
+	plugins/backend-cuda/adafactor.cu \
 	plugins/backend-cuda/layernorm.cu \
 	plugins/backend-cuda/attention.cu \
 	plugins/backend-cuda/cross_entropy.cu
@@ -44,6 +46,7 @@ BACKEND_CUDA_KERNEL_OBJECTS = \
 	plugins/backend-cuda/reduce.lo \
 	plugins/backend-cuda/embedding.lo \
 	plugins/backend-cuda/optimizer.lo \
+	plugins/backend-cuda/adafactor.lo \
 	plugins/backend-cuda/layernorm.lo \
 	plugins/backend-cuda/attention.lo \
 	plugins/backend-cuda/cross_entropy.lo

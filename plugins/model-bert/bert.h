@@ -199,6 +199,8 @@ struct tf_model {
     uint64_t seed;
     uint64_t dropout_seed;
     float label_smoothing;        /* ε of the classification loss (0: plain cross-entropy) */
+    bool grad_ckpt;               /* gradient checkpointing: the layers share one set of
+                                     activations and backward recomputes each (bert_forward.c) */
     int max_rows, max_seq;
     bert_layout lay;
     float *params;                /* [n] backend memory */
@@ -251,6 +253,9 @@ tf_status bert_backward(tf_model *m, float loss_scale, tf_grads_ready_fn ready, 
 float bert_batch_loss(const tf_model *m, const float *loss);
 /* The arena: with base NULL only the size is computed. */
 size_t bert_acts_plan(tf_model *m, char *base);
+/* Encoder layer l's forward from in[N, H] into its activations (backward
+ * calls it again to recompute a layer under gradient checkpointing). */
+tf_status bert_fwd_layer(tf_model *m, int l, const void *in, const int32_t *mask, tf_error *err);
 
 /* bert_save.c */
 tf_status bert_save(tf_model *m, const char *dir, tf_error *err);

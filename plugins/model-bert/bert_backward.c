@@ -217,6 +217,16 @@ tf_status bert_backward(tf_model *m, float loss_scale, tf_grads_ready_fn ready, 
     }
     announce(ready, user, 0, lay->head_end);
     for (int l = m->cfg.num_layers - 1; l >= 0; l--) {
+        /* gradient checkpointing: the layer's activations again, from its
+         * input, with the same dropout streams (a pure function of the step
+         * and the layer); the last layer's are still there from forward */
+        if (m->grad_ckpt && l < m->cfg.num_layers - 1) {
+            const void *in = l ? m->acts.layer[l - 1].out : m->acts.emb_out;
+            if ((st = bert_fwd_layer(m, l, in, m->batch_mask, err)) != TF_OK) {
+                tf_error_prefix(err, "model-bert: recomputing layer %d", l);
+                return st;
+            }
+        }
         if ((st = bwd_layer(m, l, err)) != TF_OK) {
             tf_error_prefix(err, "model-bert: backward layer %d", l);
             return st;

@@ -41,6 +41,14 @@ size_t bert_acts_plan(tf_model *m, char *base)
     x->emb_keep = hid_drop ? take(&a, N * H) : NULL;
     for (int l = 0; l < c->num_layers; l++) {
         bert_layer_acts *y = &x->layer[l];
+        if (m->grad_ckpt && l > 0) {
+            /* gradient checkpointing: every layer computes in layer 0's
+             * buffers and keeps only its output (the next layer's input);
+             * backward recomputes the layer before its gradients */
+            *y = x->layer[0];
+            y->out = take(&a, N * H * es);
+            continue;
+        }
         y->qkv = take(&a, N * 3 * H * es);
         y->attn_save = take(&a, m->attn_save_bytes);
         y->ctx = take(&a, N * H * es);
@@ -117,7 +125,7 @@ static tf_status fwd_embeddings(tf_model *m, const tf_batch *b, tf_error *err)
     return TF_OK;
 }
 
-static tf_status fwd_layer(tf_model *m, int l, const void *in, const int32_t *mask, tf_error *err)
+tf_status bert_fwd_layer(tf_model *m, int l, const void *in, const int32_t *mask, tf_error *err)
 {
     const bert_config *c = &m->cfg;
     const bert_layer_offsets *o = &m->lay.layer[l];
@@ -292,7 +300,7 @@ tf_status bert_forward(tf_model *m, const tf_batch *b, bool train, tf_model_outp
     m->batch_labels = b->labels;
     for (int l = 0; l < c->num_layers; l++) {
         const void *in = l ? m->acts.layer[l - 1].out : m->acts.emb_out;
-        if ((st = fwd_layer(m, l, in, mask, err)) != TF_OK) {
+        if ((st = bert_fwd_layer(m, l, in, mask, err)) != TF_OK) {
             tf_error_prefix(err, "model-bert: layer %d", l);
             return st;
         }

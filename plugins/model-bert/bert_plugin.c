@@ -286,6 +286,17 @@ static tf_status bert_reserve_slot(tf_model *m, int max_rows, int max_seq, tf_er
     return bert_reserve(m, max_rows, max_seq, err);
 }
 
+/* Backend bytes by category; the fields out->size covers. */
+static void bert_memory(tf_model *m, tf_model_memory *out)
+{
+    const size_t f32 = m->lay.n * sizeof(float);
+    size_t w = f32 + (m->wcompute != (void *)m->params ? m->lay.n * m->esize : 0);
+    if (out->size >= offsetof(tf_model_memory, weights) + sizeof out->weights) out->weights = w;
+    if (out->size >= offsetof(tf_model_memory, gradients) + sizeof out->gradients) out->gradients = f32;
+    if (out->size >= offsetof(tf_model_memory, activations) + sizeof out->activations)
+        out->activations = m->arena ? m->arena_bytes : 0;
+}
+
 /* The dropout stream: forward k of a run draws the masks of step k. */
 static void bert_set_step(tf_model *m, uint64_t step)
 {
@@ -320,6 +331,9 @@ static tf_status bert_create(const tf_model_create_args *a, tf_model **out, tf_e
     m->seed = a->seed;
     m->dropout_seed = bert_mix64(a->seed ^ 0x64726F706F7574ull); /* "dropout" */
     if ((st = label_smoothing(a, c, &m->label_smoothing, err))) goto fail;
+    m->grad_ckpt = a->size >= offsetof(tf_model_create_args, gradient_checkpointing) +
+                                  sizeof a->gradient_checkpointing &&
+                   a->gradient_checkpointing;
 
     if (!m->bk->supports(m->be, m->mode, m->dt)) {
         st = tf_error_set(err, TF_ERR_PLUGIN,
@@ -419,6 +433,7 @@ static const tf_model_vtable bert_vtable = {
     .set_step = bert_set_step,
     .read_loss = bert_read_loss,
     .set_rows = bert_set_rows,
+    .memory = bert_memory,
 };
 
 TF_PLUGIN_DEFINE(TF_KIND_MODEL, "bert", "1.0.0",

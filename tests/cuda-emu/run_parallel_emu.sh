@@ -10,6 +10,8 @@
 #    one worker's metrics;
 #  - nccl x2 resumed from a checkpoint ends bit-identical to the
 #    uninterrupted run;
+#  - nccl x2 with gradient_checkpointing (dropout on) ends bit-identical to
+#    the run without; optim adafactor resumed ends bit-identical;
 #  - a killed nccl rank ends the job within 30 s, naming the rank, with no
 #    worker left;
 #  - comm-nccl's own driver (plugins/comm-nccl/comm-nccl-driver, the GPU part
@@ -130,6 +132,26 @@ if train ckpt && "$tfcore" -c "$tmp/ckpt.cfg" -o training.output_dir="\"$tmp/res
     out=$("$diff_tool" "$tmp/ckpt/model.safetensors" "$tmp/resumed/model.safetensors" 0 2>&1); then
     pass "nccl2: resumed from checkpoint-2, bit-identical to the uninterrupted run"
 else bad "nccl2: resume from checkpoint-2: ${out:-}" "$tmp/ckpt.out" "$tmp/resumed.out"; fi
+
+# gradient checkpointing on emulated GPUs, dropout on: the layers recomputed
+# in backward (buckets firing as each finishes) give the same bits
+drop='-o model.hidden_dropout_prob=0.1 -o model.attention_probs_dropout_prob=0.1'
+cfg gc0 8 cuda "$(nccl 2)" && cfg gc1 8 cuda "$(nccl 2)"
+# shellcheck disable=SC2086
+if "$tfcore" -c "$tmp/gc0.cfg" $drop >"$tmp/gc0.out" 2>&1 &&
+    "$tfcore" -c "$tmp/gc1.cfg" $drop -o training.gradient_checkpointing=true >"$tmp/gc1.out" 2>&1 &&
+    out=$("$diff_tool" "$tmp/gc0/model.safetensors" "$tmp/gc1/model.safetensors" 0 2>&1); then
+    pass "nccl2: gradient_checkpointing with dropout, bit-identical to the run without"
+else bad "nccl2: gradient_checkpointing: ${out:-}" "$tmp/gc0.out" "$tmp/gc1.out"; fi
+
+# optim adafactor on emulated GPUs: trains, and resumes bit-exactly
+STEPS=3 SAVE=steps cfg af 8 cuda "$(nccl 2)"
+if "$tfcore" -c "$tmp/af.cfg" -o training.optim='"adafactor"' >"$tmp/af.out" 2>&1 &&
+    "$tfcore" -c "$tmp/af.cfg" -o training.optim='"adafactor"' -o training.output_dir="\"$tmp/af_resumed\"" \
+        -o training.resume_from_checkpoint="\"$tmp/af/checkpoint-2\"" >"$tmp/af_resumed.out" 2>&1 &&
+    out=$("$diff_tool" "$tmp/af/model.safetensors" "$tmp/af_resumed/model.safetensors" 0 2>&1); then
+    pass "nccl2: optim adafactor resumed from checkpoint-2, bit-identical to the uninterrupted run"
+else bad "nccl2: optim adafactor resume: ${out:-}" "$tmp/af.out" "$tmp/af_resumed.out"; fi
 
 # a killed rank: SIGKILL rank 1 once training is under way
 STEPS=100000 cfg kill 8 cuda "$(nccl 2)"

@@ -20,7 +20,11 @@ projections and their gradients from autograd. AdamW runs 10 steps with
 three weight-decay groups against torch.optim.AdamW, and again with
 rule=hf (the adamw_ex slot) against transformers.optimization.AdamW, the
 optimizer of optim="adamw_hf", which must match to 1e-6 after 10 steps.
-Label-smoothed cross-entropy (cross_entropy_ex) is compared with the
+Adafactor (the adafactor slot) runs 10 steps over a random tiny BERT's
+parameters, fed the gradients transformers' Adafactor saw training it, as the
+Trainer creates it for optim="adafactor" (scale_parameter=False,
+relative_step=False, its parameter groups): parameters and factored state
+must match to 1e-6 relative. Label-smoothed cross-entropy (cross_entropy_ex) is compared with the
 Trainer's own LabelSmoother (transformers.trainer_pt_utils), after checking
 in code whether torch's CrossEntropyLoss(label_smoothing=ε) computes the
 same thing.
@@ -451,6 +455,78 @@ def check_adamw(steps=10):
         compare("adamw %d steps %s" % (steps, key), got[key], refs[0][key], refs[1][key])
 
 
+def check_adafactor(steps=10):
+    """The adafactor slot against transformers' Adafactor on a tiny BERT: 1e-6 after 10 steps."""
+    global passed, failed
+    from transformers import BertConfig, BertForSequenceClassification
+    from transformers.optimization import Adafactor
+    torch.manual_seed(3)
+    cfg = BertConfig(vocab_size=97, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                     intermediate_size=48, max_position_embeddings=40, num_labels=3,
+                     hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    model = BertForSequenceClassification(cfg)
+    names = [k for k, _ in model.named_parameters()]
+    params = [p for _, p in model.named_parameters()]
+    # a [3, 5, 7] tensor too: factored per leading index (row [3, 5], col [3, 7])
+    extra = torch.nn.Parameter(torch.randn(3, 5, 7))
+    names.append("extra")
+    params.append(extra)
+    wd = float(np.float32(0.01))
+    no_decay = [("bias" in k or "LayerNorm.weight" in k) for k in names]
+    lr, eps, clip, decay = float(np.float32(1e-2)), 1e-30, 1.0, -0.8
+    p0 = [p.detach().clone() for p in params]
+    groups = [{"params": [p for p, nd in zip(params, no_decay) if not nd], "weight_decay": wd},
+              {"params": [p for p, nd in zip(params, no_decay) if nd], "weight_decay": 0.0}]
+    opt = Adafactor(groups, lr=lr, scale_parameter=False, relative_step=False, warmup_init=False)
+    ids = torch.randint(0, 97, (6, 12))
+    labels = torch.randint(0, 3, (6,))
+    grads = []
+    for step in range(steps):
+        opt.zero_grad()
+        loss = model(input_ids=ids, labels=labels).loss + (extra ** 3).sum() * 1e-2
+        loss.backward()
+        grads.append(torch.cat([p.grad.reshape(-1) for p in params]).numpy().copy())
+        opt.step()
+    ref32 = torch.cat([p.detach().reshape(-1) for p in params]).numpy()
+    # the same steps in float64 on the recorded gradients
+    q = [p.double().clone().requires_grad_(True) for p in p0]
+    opt64 = Adafactor([{"params": [x for x, nd in zip(q, no_decay) if not nd], "weight_decay": wd},
+                       {"params": [x for x, nd in zip(q, no_decay) if nd], "weight_decay": 0.0}],
+                      lr=lr, scale_parameter=False, relative_step=False, warmup_init=False)
+    sizes = [p.numel() for p in params]
+    offs = np.cumsum([0] + sizes[:-1])
+    for step in range(steps):
+        for x, o, n_ in zip(q, offs, sizes):
+            x.grad = torch.tensor(grads[step][o:o + n_], dtype=torch.float64).reshape(x.shape)
+        opt64.step()
+    ref64 = torch.cat([x.detach().reshape(-1) for x in q]).numpy()
+    specs, state32 = [], []
+    for p, o, nd in zip(params, offs, no_decay):
+        shape = list(p.shape)
+        while len(shape) < 3:
+            shape.insert(0, 1)
+        factored = p.dim() >= 2
+        specs.append("%d:%d:%d:%d:%d:%r" % (o, shape[0], shape[1], shape[2], factored, 0.0 if nd else wd))
+        st = opt.state[p]
+        parts = [st["exp_avg_sq_row"], st["exp_avg_sq_col"]] if factored else [st["exp_avg_sq"]]
+        state32 += [x.reshape(-1).numpy() for x in parts]
+    n = sum(sizes)
+    out = run("adafactor", {"p": f32(torch.cat([x.reshape(-1) for x in p0]).numpy()),
+                            "grads": f32(np.stack(grads))},
+              n=n, steps=steps, lr=repr(lr), eps=repr(eps), clip=repr(clip), decay=repr(decay),
+              grad_scale="1.0", tensors=",".join(specs))
+    got = out("p_out", (n,))
+    state32 = np.concatenate(state32)
+    got_state = out("state", (state32.size,))
+    compare("adafactor %d steps tiny BERT p" % steps, got, ref64, ref32)
+    e32, es = norm_err(got, ref32), norm_err(got_state, state32)
+    moved = norm_err(torch.cat([x.reshape(-1) for x in p0]).numpy(), ref32)
+    ok = e32 <= 1e-6 and es <= 1e-6 and moved > 1e-3
+    print(("ok   " if ok else "FAIL ") + "adafactor vs transformers Adafactor f32: p %.1e, state %.1e"
+          " (<= 1e-6); the parameters moved %.1e" % (e32, es, moved))
+    passed, failed = passed + ok, failed + (not ok)
+
+
 # --- embeddings, bias gradient -------------------------------------------------------------
 
 
@@ -513,6 +589,7 @@ def main():
         lambda: check_cross_entropy_smoothed(8, 5, -100, 1.0, 0, 1.0),
         lambda: check_cross_entropy_smoothed(5, 7, -100, 1.0, 5, 0.2),
         check_adamw_hf,
+        check_adafactor,
         lambda: check_embedding(2048, 1000, 256),
         lambda: check_sum_rows(2048, 384),
     ]

@@ -11,7 +11,9 @@ schedule with warmup, clip_grad_norm_(1.0). Then tfcore's log.jsonl must match
 step by step: loss and grad norm within 1e-4 relative, learning rate exactly;
 and the final evaluation (eval_loss, eval_accuracy) on 12 other reviews.
 A second run with gradient_accumulation_steps = 2 (batch 8) checks the loss
-division by the accumulation steps.
+division by the accumulation steps, and a third with optim = "adafactor"
+runs against transformers' Adafactor as the Trainer creates it
+(scale_parameter=False, relative_step=False, the same groups and schedule).
 """
 import json
 import math
@@ -87,14 +89,17 @@ training = {{ output_dir = "{out}"; overwrite_output_dir = true; max_steps = 8; 
     return [l for l in logs if "loss" in l], out
 
 
-def torch_run(model_dir, train_rows, accum):
+def torch_run(model_dir, train_rows, accum, optim="adamw_torch"):
     tok = bert_tokenizer_fast(VOCAB, do_lower_case=True)
     model = BertForSequenceClassification.from_pretrained(model_dir)
     model.train()
     decay = [p for n, p in model.named_parameters() if not (n.endswith("bias") or "LayerNorm" in n)]
     nodecay = [p for n, p in model.named_parameters() if n.endswith("bias") or "LayerNorm" in n]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01}, {"params": nodecay, "weight_decay": 0.0}],
-                            lr=3e-3, betas=(0.9, 0.999), eps=1e-8)
+    groups = [{"params": decay, "weight_decay": 0.01}, {"params": nodecay, "weight_decay": 0.0}]
+    if optim == "adafactor":  # Trainer.get_optimizer_cls_and_kwargs for OptimizerNames.ADAFACTOR
+        opt = transformers.optimization.Adafactor(groups, lr=3e-3, scale_parameter=False, relative_step=False)
+    else:
+        opt = torch.optim.AdamW(groups, lr=3e-3, betas=(0.9, 0.999), eps=1e-8)
     sched = transformers.get_linear_schedule_with_warmup(opt, 2, 8)
     enc = tok([t for t, _ in train_rows], truncation=True, max_length=64, padding="max_length", return_tensors="pt")
     labels = torch.tensor([l for _, l in train_rows])
@@ -204,6 +209,24 @@ def main():
             for key in ("loss", "grad_norm"):
                 check(close(a[key], b[key], 1e-4),
                       f"accumulation step {i + 1} {key}: tfcore {a[key]!r} torch {b[key]!r}")
+        # optim = "adafactor": transformers' Adafactor, step by step, and the final model
+        tf_af, out_af = run_tfcore(d, model_dir, trainf, evalf, ["-o", 'training.optim="adafactor"'])
+        model_af, _, ref_af = torch_run(model_dir, train, 1, "adafactor")
+        check(len(tf_af) == 8, f"adafactor run logged {len(tf_af)} steps, want 8")
+        worst_af = 0.0
+        for i, (a, b) in enumerate(zip(tf_af, ref_af)):
+            for key in ("loss", "grad_norm"):
+                worst_af = max(worst_af, abs(a[key] - b[key]) / max(1.0, abs(b[key])))
+                check(close(a[key], b[key], 1e-4), f"adafactor step {i + 1} {key}: tfcore {a[key]!r} torch {b[key]!r}")
+        check(abs(tf_af[-1]["loss"] - tf_logs[-1]["loss"]) > 1e-6, "adafactor trained as AdamW did")
+        saved_af = BertForSequenceClassification.from_pretrained(out_af)
+        with torch.no_grad():
+            model_af.eval()
+            saved_af.eval()
+            ra, ta = model_af(**enc).logits, saved_af(**enc).logits
+        err_af = (ta - ra).abs().max().item() / max(1.0, ra.abs().max().item())
+        check(err_af < 1e-3, f"eval logits of tfcore's Adafactor model differ from torch's by {err_af:.2e}")
+        print(f"trainer_vs_torch: adafactor worst relative loss/grad_norm error {worst_af:.2e}, logits {err_af:.2e}")
     print(f"trainer_vs_torch: {passed} passed, {failed} failed")
     return 1 if failed else 0
 

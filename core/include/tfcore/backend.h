@@ -20,7 +20,7 @@
  * host_memory, native_stream, device_count; ABI 1.2 cross_entropy_ex and
  * adamw_ex (descriptor structs whose first field is their size); ABI 1.3
  * dropout_fwd_ex, attention_fwd_ex and attention_bwd_ex (dropout masks by
- * global row, below).
+ * global row, below), adafactor.
  *
  * Dropout masks (every backend draws the same bits, so the op suites compare
  * backends with dropout on). A mask is a pure function of
@@ -228,6 +228,53 @@ typedef struct tf_dropout_desc {
     uint64_t seed, offset;
     uint64_t row_first, row_stride;
 } tf_dropout_desc;
+/* --- ABI 1.3: the adafactor slot's descriptor ----------------------------------
+ * Adafactor as transformers.optimization.Adafactor (4.46) runs it for the
+ * Trainer's optim = "adafactor": scale_parameter = relative_step =
+ * warmup_init = False, beta1 = None (no first moment), the learning rate
+ * given (the schedule's). Per tensor, with g = grad · grad_scale:
+ *   beta2t = 1 - step^decay_rate;   u = g² + eps
+ *   factored (ndim >= 2; the tensor seen as [batch, rows, cols]):
+ *     row[b, r] = row·beta2t + (1-beta2t) · mean_c u[b, r, c]
+ *     col[b, c] = col·beta2t + (1-beta2t) · mean_r u[b, r, c]
+ *     upd = rsqrt(row[b, r] / mean_r row[b, :]) · rsqrt(col[b, c]) · g
+ *   else:  v = v·beta2t + (1-beta2t)·u;   upd = rsqrt(v) · g
+ *   upd /= max(rms(upd) / clip_threshold, 1);   upd *= lr   (rms over the tensor)
+ *   p += -(weight_decay · lr) · p   (when weight_decay != 0);   p -= upd
+ * State (f32, backend memory) of a tensor at its state_offset: factored,
+ * row[batch·rows] then col[batch·cols]; else v[batch·rows·cols]
+ * (tf_adafactor_state_count). Zero it before step 1. */
+typedef struct tf_adafactor_tensor {
+    size_t offset;        /* first element in params and grads */
+    int64_t batch, rows, cols; /* >= 1 each: the tensor is [batch, rows, cols], row-major */
+    bool factored;        /* second moment as row and column means (ndim >= 2) */
+    size_t state_offset;  /* first element of its state */
+    float weight_decay;
+} tf_adafactor_tensor;
+
+typedef struct tf_adafactor_desc {
+    uint32_t size;        /* sizeof(tf_adafactor_desc) */
+    double lr;            /* >= 0, finite */
+    float eps;            /* eps[0] of transformers' (1e-30, 1e-3): added to g² */
+    float clip_threshold; /* > 0 (1.0) */
+    float decay_rate;     /* < 0 (-0.8): beta2t = 1 - step^decay_rate */
+    float grad_scale;     /* grads are multiplied by this before use (1 normally) */
+    int64_t step;         /* 1-based */
+    const tf_adafactor_tensor *tensors; /* host memory; tensors may not overlap */
+    size_t ntensors;
+    void *workspace;      /* backend memory, tf_adafactor_workspace_bytes() large */
+    size_t workspace_bytes;
+} tf_adafactor_desc;
+
+/* Elements of state one tensor needs; the workspace bytes a call over
+ * tensors[n] needs: 8 · (max(columns of the widest factored tensor, 1024) + 2)
+ * (double column sums on the host; fixed-order partial sums on a device). */
+size_t tf_adafactor_state_count(const tf_adafactor_tensor *t);
+size_t tf_adafactor_workspace_bytes(const tf_adafactor_tensor *tensors, size_t n);
+/* libtfcore's checks of an adafactor call's descriptor (ranges above, no
+ * overflow or overlap of the tensors' params or state, workspace large
+ * enough). No prefix: the backend puts its own in front. */
+tf_status tf_adafactor_check(const tf_adafactor_desc *d, tf_error *err);
 
 typedef struct tf_backend_vtable {
     uint32_t size; /* TF_VTABLE_SIZE(tf_backend_vtable) */
@@ -399,6 +446,11 @@ typedef struct tf_backend_vtable {
                                   uint64_t row_first, uint64_t row_stride, const void *qkv,
                                   const int32_t *mask, const void *out, const void *save,
                                   const void *dout, void *dqkv, tf_error *err);
+    /* One Adafactor step over params[] with grads[] and state[] (all f32,
+     * backend memory), tensor by tensor as tf_adafactor_desc says. A backend
+     * without it cannot run training.optim = "adafactor". */
+    tf_status (*adafactor)(tf_backend *be, tf_stream *s, float *params, const float *grads,
+                           float *state, const tf_adafactor_desc *d, tf_error *err);
 } tf_backend_vtable;
 
 #ifdef __cplusplus

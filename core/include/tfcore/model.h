@@ -5,7 +5,8 @@
  * activations. It computes only through the backend vtable it is given.
  *
  * ABI 1.2 (read_loss, tf_model_create_args.defer_loss and
- * .label_smoothing_factor appended); ABI 1.3 (set_rows). New slots are appended at the end and
+ * .label_smoothing_factor appended); ABI 1.3 (set_rows, memory,
+ * .gradient_checkpointing appended). New slots are appended at the end and
  * read through TF_HAS().
  */
 #ifndef TFCORE_MODEL_H
@@ -50,7 +51,25 @@ typedef struct tf_model_create_args {
      * or a backend without cross_entropy_ex) refuses it at create with
      * TF_ERR_CONFIG. */
     float label_smoothing_factor;
+    /* --- appended in ABI 1.3 (read only when size covers it) --------------- */
+    /* training.gradient_checkpointing: keep only what each repeated block
+     * (an encoder layer) takes as input through forward and recompute the
+     * block in backward, its dropout masks included, so the gradients are
+     * those of the run without it; activation memory drops to one block's
+     * worth plus the inputs. */
+    bool gradient_checkpointing;
 } tf_model_create_args;
+
+/* ABI 1.3: the bytes a model holds in backend memory, by what they are for
+ * (the memory slot). The caller sets size = sizeof; the model fills the
+ * fields the size covers. */
+typedef struct tf_model_memory {
+    uint32_t size;      /* sizeof(tf_model_memory) */
+    size_t weights;     /* parameters: the f32 master copy and any compute-dtype copy */
+    size_t gradients;   /* the f32 gradient buffer */
+    size_t activations; /* what forward keeps for backward, and backward's own buffers,
+                           for the reserved rows x seq */
+} tf_model_memory;
 
 /* What the rest of the run needs to know about a created model. */
 typedef struct tf_model_info {
@@ -143,6 +162,9 @@ typedef struct tf_model_vtable {
      * workers with batch B draw the same masks; the trainer then calls
      * set_rows instead of set_step. Positions and epochs are below 2^32. */
     void (*set_rows)(tf_model *m, uint64_t epoch, uint64_t first, uint64_t stride);
+    /* The model's backend memory by category (tf_model_memory), as it stands
+     * (activations: after reserve). */
+    void (*memory)(tf_model *m, tf_model_memory *out);
 } tf_model_vtable;
 
 #ifdef __cplusplus
