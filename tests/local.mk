@@ -53,6 +53,9 @@ TESTS += tests/test_train.sh
 EXTRA_DIST += tests/test_train.sh
 TESTS += tests/test_bad_input.sh
 EXTRA_DIST += tests/test_bad_input.sh
+# `tfcore bench --eval` times the evaluation's work (forward-only batches)
+TESTS += tests/test_bench_eval.sh
+EXTRA_DIST += tests/test_bench_eval.sh
 # preemption: a stop signal mid-run saves a checkpoint, exits 75, resumes exactly
 TESTS += tests/test_preempt.sh
 EXTRA_DIST += tests/test_preempt.sh

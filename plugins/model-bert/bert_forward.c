@@ -136,8 +136,11 @@ static tf_status fwd_layer(tf_model *m, int l, const void *in, const int32_t *ma
     ad.dropout = m->drop_attn ? (float)c->attention_dropout : 0.0f;
     ad.seed = bert_dropout_seed(m, 1 + 3 * l);
     ad.offset = bert_dropout_offset(m);
-    BERT_TRY(bk->attention_fwd(m->be, NULL, &ad, y->qkv, mask, y->ctx, y->attn_save, m->train,
-                               err));
+    /* eval keeps no probabilities: without a save buffer the backend softmaxes
+     * each block in its cache-sized scratch instead of writing [B, heads, S, S]
+     * floats per layer that nothing reads */
+    BERT_TRY(bk->attention_fwd(m->be, NULL, &ad, y->qkv, mask, y->ctx,
+                               m->train ? y->attn_save : NULL, m->train, err));
     /* tmp[N, H] = dropout(ctx · Woᵀ + bo); ln1 = LayerNorm(tmp + in) */
     g = (bert_mm){.tb = true, .m = N, .n = H, .k = H, .a = y->ctx, .lda = H,
                   .b = bert_w(m, o->ao_w), .ldb = H, .c = tmp, .ldc = H};
