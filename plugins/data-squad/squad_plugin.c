@@ -16,6 +16,9 @@
  *   max_train_samples, max_eval_samples   the first N questions, then the first
  *                                 N features, as run_qa cuts both (0 = all)
  *   pad_to_max_length (true)      false: pad each batch to its longest row
+ *   padding ("max_length")        "longest" = pad_to_max_length false, the key
+ *                                 every tfcore dataset shares; giving both
+ *                                 keys with opposite meanings is a config error
  *   vocab_file                    when the model has no vocab.txt of its own
  *   do_lower_case                 override the model's tokenizer setting
  *
@@ -86,6 +89,16 @@ static tf_status read_config(tf_section *s, squad_config *c, tf_error *err)
     if ((st = tf_cfg_int(s, "max_train_samples", 0, 0, INT32_MAX, &c->max_train, err))) return st;
     if ((st = tf_cfg_int(s, "max_eval_samples", 0, 0, INT32_MAX, &c->max_eval, err))) return st;
     if ((st = tf_cfg_bool(s, "pad_to_max_length", true, &c->pad_to_max_length, err))) return st;
+    static const char *const paddings[] = {"max_length", "longest", NULL};
+    const char *padding;
+    if ((st = tf_cfg_choice(s, "padding", "max_length", paddings, &padding, err))) return st;
+    if (tf_cfg_has(s, "padding")) {
+        bool to_max = strcmp(padding, "max_length") == 0;
+        if (tf_cfg_has(s, "pad_to_max_length") && to_max != c->pad_to_max_length)
+            return tf_error_set(err, TF_ERR_CONFIG, "%s: data.padding = \"%s\" contradicts data.pad_to_max_length = %s",
+                                tf_cfg_where(s, "padding"), padding, c->pad_to_max_length ? "true" : "false");
+        c->pad_to_max_length = to_max;
+    }
     if ((st = tf_cfg_string(s, "vocab_file", NULL, &c->vocab_file, err))) return st;
     set = tf_cfg_has(s, "do_lower_case");
     if ((st = tf_cfg_bool(s, "do_lower_case", true, &b, err))) return st;
@@ -215,6 +228,10 @@ out:
 
 static size_t squad_num_rows(tf_dataset *ds, tf_split split) { return ds->feat[split].n; }
 static int squad_seq_len(tf_dataset *ds, tf_split split) { return (int)ds->cfg.max_seq_length; }
+static int squad_row_length(tf_dataset *ds, tf_split split, size_t row)
+{
+    return row < ds->feat[split].n ? squad_feature_len(&ds->feat[split], row) : 0;
+}
 
 static tf_status squad_fill_batch(tf_dataset *ds, tf_split split, const size_t *idx, size_t n, tf_batch *out,
                                   tf_error *err)
@@ -311,6 +328,7 @@ const tf_dataset_vtable squad_dataset_vtable = {
     .seq_len = squad_seq_len,
     .fill_batch = squad_fill_batch,
     .evaluate = squad_evaluate,
+    .row_length = squad_row_length,
 };
 
 const squad_features *squad_dataset_features(const tf_dataset *ds, tf_split split) { return &ds->feat[split]; }
