@@ -130,6 +130,16 @@ int tf_cli_bench(int argc, char **argv)
     if (!st && eval && rows == 0)
         st = tf_error_set(&err, TF_ERR_CONFIG, "bench --eval: the dataset has no eval rows");
     if (!st && !eval) st = tf_sampler_init(&s, rows, 0, 1, (uint64_t)t.args->seed, 1, &err);
+    if (!st && !eval && t.args->group_by_length) { /* the training run's order, world 1 */
+        int32_t *lengths;
+        st = tf_sampler_row_lengths(t.dvt, t.ds, TF_SPLIT_TRAIN, rows, &lengths, &err);
+        if (!st)
+            st = tf_sampler_group_by_length(&s, lengths,
+                                            (size_t)t.args->per_device_train_batch_size *
+                                                (size_t)t.args->gradient_accumulation_steps,
+                                            &err);
+        free(lengths);
+    }
     int64_t steps_per_epoch = 0;
     size_t eval_B = st ? 0 : (size_t)t.args->per_device_eval_batch_size;
     size_t *eval_idx = NULL;
