@@ -151,10 +151,13 @@ static tf_status fwd_layer(tf_model *m, int l, const void *in, const int32_t *ma
                                  bert_dropout_offset(m), m->dt, err));
     BERT_TRY(bk->layernorm_fwd(m->be, NULL, tmp, in, y->ln1_in, y->ln1_out, bert_p(m, o->ln1_g),
                                bert_p(m, o->ln1_b), y->mean1, y->rstd1, N, H, eps, m->dt, err));
-    /* inter_act[N, I] = gelu(ln1 · Wiᵀ + bi), pre-activation kept in inter_pre */
+    /* inter_act[N, I] = gelu(ln1 · Wiᵀ + bi), pre-activation kept in inter_pre
+     * for backward; eval keeps it nowhere (every layer writes it to d_inter,
+     * the backward's buffer, so an evaluation touches one [N, I] not L) */
     g = (bert_mm){.tb = true, .m = N, .n = I, .k = H, .a = y->ln1_out, .lda = H,
                   .b = bert_w(m, o->in_w), .ldb = H, .c = y->inter_act, .ldc = I};
-    BERT_TRY(bert_gemm(m, &g, TF_EPILOGUE_BIAS_GELU, bert_p(m, o->in_b), y->inter_pre, err));
+    BERT_TRY(bert_gemm(m, &g, TF_EPILOGUE_BIAS_GELU, bert_p(m, o->in_b),
+                       m->train ? y->inter_pre : m->acts.d_inter, err));
     /* tmp[N, H] = dropout(inter_act · Wo2ᵀ + bo2); out = LayerNorm(tmp + ln1) */
     g = (bert_mm){.tb = true, .m = N, .n = H, .k = I, .a = y->inter_act, .lda = I,
                   .b = bert_w(m, o->out_w), .ldb = I, .c = tmp, .ldc = H};
