@@ -49,10 +49,22 @@ TESTS += tests/test_cuda_resources.sh
 EXTRA_DIST += tests/test_cuda_resources.sh tests/cuda_resources_check.py tests/data/cuda-resources
 TESTS += tests/ref/trainer_vs_torch.py
 EXTRA_DIST += tests/ref/trainer_vs_torch.py
+# training.group_by_length's order against transformers' get_length_grouped_indices
+check_PROGRAMS += tests/length_group_tool
+tests_length_group_tool_SOURCES = tests/length_group_tool.c
+tests_length_group_tool_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_length_group_tool_LDADD = $(TEST_LDADD)
+TESTS += tests/ref/length_grouped_vs_transformers.py
+EXTRA_DIST += tests/ref/length_grouped_vs_transformers.py
+TESTS += tests/test_group_by_length.sh
+EXTRA_DIST += tests/test_group_by_length.sh
 TESTS += tests/test_train.sh
 EXTRA_DIST += tests/test_train.sh
 TESTS += tests/test_bad_input.sh
 EXTRA_DIST += tests/test_bad_input.sh
+# `tfcore bench --eval` times the evaluation's work (forward-only batches)
+TESTS += tests/test_bench_eval.sh
+EXTRA_DIST += tests/test_bench_eval.sh
 # preemption: a stop signal mid-run saves a checkpoint, exits 75, resumes exactly
 TESTS += tests/test_preempt.sh
 EXTRA_DIST += tests/test_preempt.sh

@@ -168,6 +168,7 @@ SLOT_AT(tf_dataset_vtable, num_rows, 3);
 SLOT_AT(tf_dataset_vtable, seq_len, 4);
 SLOT_AT(tf_dataset_vtable, fill_batch, 5);
 SLOT_AT(tf_dataset_vtable, evaluate, 6);
+SLOT_AT(tf_dataset_vtable, row_length, 7); /* 1.3 */
 
 SLOT_AT(tf_comm_vtable, check_config, 0);
 SLOT_AT(tf_comm_vtable, launch_mode, 1);

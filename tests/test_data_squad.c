@@ -179,6 +179,10 @@ START_TEST(config_errors)
     ck_assert_ptr_nonnull(strstr(m, "null_score_diff_threshold"));
     m = open_fails("train_file = \"x.json\"; pad_to_max_length = 3;", QA, TF_ERR_CONFIG);
     ck_assert_ptr_nonnull(strstr(m, "pad_to_max_length"));
+    m = open_fails("train_file = \"x.json\"; padding = \"shortest\";", QA, TF_ERR_CONFIG);
+    ck_assert_ptr_nonnull(strstr(m, "padding"));
+    m = open_fails("train_file = \"x.json\"; padding = \"longest\"; pad_to_max_length = true;", QA, TF_ERR_CONFIG);
+    ck_assert_ptr_nonnull(strstr(m, "data.padding = \"longest\" contradicts data.pad_to_max_length = true"));
     m = open_fails("train_file = \"x.json\"; max_eval_samples = -2;", QA, TF_ERR_CONFIG);
     ck_assert_ptr_nonnull(strstr(m, "max_eval_samples"));
     m = open_fails("train_file = 5;", QA, TF_ERR_CONFIG);
@@ -460,6 +464,26 @@ START_TEST(batches)
     ck_assert_int_eq(b.attention_mask[8], 0);
     ck_assert_int_eq(b.token_type_ids[8], 0);
     ck_assert_int_eq(b.attention_mask[17], 1);
+    /* row_length: the rows' real tokens, what group_by_length sorts by */
+    ck_assert_int_eq(vt->row_length(ds, TF_SPLIT_TRAIN, 14), 8);
+    ck_assert_int_eq(vt->row_length(ds, TF_SPLIT_TRAIN, 13), 9);
+    close_ds(ds, cfg);
+
+    /* padding = "longest", the key every dataset shares, is pad_to_max_length = false */
+    snprintf(body, sizeof body, "train_file = \"%s\"; max_seq_length = 9; doc_stride = 2; padding = \"longest\";",
+             file);
+    ds = open_ok(body, &cfg);
+    ck_assert_int_eq(vt->fill_batch(ds, TF_SPLIT_TRAIN, last, 2, &b, &err), TF_OK);
+    ck_assert_int_eq(b.seq, 8);
+    ck_assert_int_eq(vt->fill_batch(ds, TF_SPLIT_TRAIN, mixed, 2, &b, &err), TF_OK);
+    ck_assert_int_eq(b.seq, 9);
+    ck_assert_int_eq(b.attention_mask[8], 0);
+    close_ds(ds, cfg);
+    snprintf(body, sizeof body, "train_file = \"%s\"; max_seq_length = 9; doc_stride = 2; padding = \"max_length\";",
+             file);
+    ds = open_ok(body, &cfg);
+    ck_assert_int_eq(vt->fill_batch(ds, TF_SPLIT_TRAIN, last, 2, &b, &err), TF_OK);
+    ck_assert_int_eq(b.seq, 9);
     close_ds(ds, cfg);
 }
 END_TEST

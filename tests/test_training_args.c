@@ -90,6 +90,7 @@ START_TEST(defaults_are_transformers_4_46)
     ck_assert_int_eq(a.seed, 42);
     ck_assert_int_eq(a.dataloader_num_workers, 0);
     ck_assert(!a.disable_tqdm);
+    ck_assert(!a.group_by_length);
     ck_assert_str_eq(a.report_to, "none");
     ck_assert_str_eq(tf_interval_strategy_name(a.save_strategy), "steps");
     ck_assert_str_eq(tf_lr_scheduler_name(a.lr_scheduler_type), "linear");
@@ -124,7 +125,7 @@ START_TEST(values_from_the_config)
                  "  warmup_ratio = 0.06; logging_strategy = \"epoch\"; logging_steps = 50;\n"
                  "  logging_first_step = true; eval_strategy = \"epoch\";\n"
                  "  save_strategy = \"epoch\"; save_total_limit = 2; seed = 4294967295L;\n"
-                 "  bf16 = true; tf32 = false; dataloader_num_workers = 2; disable_tqdm = true;\n"
+                 "  bf16 = true; tf32 = false; dataloader_num_workers = 2; disable_tqdm = true; group_by_length = true;\n"
                  "  load_best_model_at_end = true; metric_for_best_model = \"accuracy\";\n"
                  "  report_to = [\"none\"]; resume_from_checkpoint = \"out/run1/checkpoint-500\";\n"
                  "  gradient_checkpointing = true;\n"
@@ -158,7 +159,7 @@ START_TEST(values_from_the_config)
     ck_assert(a.bf16 && !a.fp16);
     ck_assert_int_eq(a.tf32, TF_FALSE);
     ck_assert_int_eq(a.dataloader_num_workers, 2);
-    ck_assert(a.disable_tqdm && a.load_best_model_at_end);
+    ck_assert(a.disable_tqdm && a.load_best_model_at_end && a.group_by_length);
     ck_assert_str_eq(a.metric_for_best_model, "accuracy");
     ck_assert_int_eq(a.greater_is_better, TF_TRUE); /* "accuracy" does not end in "loss" */
     ck_assert_str_eq(a.report_to, "none");

@@ -1,8 +1,10 @@
-/* cli_bench.c — `tfcore bench -c FILE [--steps N] [--warmup W] [--json]`:
+/* cli_bench.c — `tfcore bench -c FILE [--steps N] [--warmup W] [--eval] [--json]`:
  * full training steps (forward, backward, optimizer) on the config's data
  * after a warm-up, timed one by one; prints the median samples/s, the matmul
- * GFLOP/s of SPEC.md's FLOPs formula, and the peak memory. Nothing is written
- * to output_dir. */
+ * GFLOP/s of SPEC.md's FLOPs formula, and the peak memory. With --eval, the
+ * steps are evaluation batches instead (per_device_eval_batch_size rows of the
+ * eval split, forward only, logits copied to the host: the work of
+ * Trainer.evaluate per batch). Nothing is written to output_dir. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,13 +21,15 @@
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: tfcore bench -c FILE [-o section.key=value]... [--steps N] [--warmup W] [--json]\n"
+            "usage: tfcore bench -c FILE [-o section.key=value]... [--steps N] [--warmup W] [--eval] [--json]\n"
             "  Times N full training steps (default 10) after W warm-up steps (default 2)\n"
             "  with the config's model, data, backend and precision. Prints the median\n"
             "  samples/s, matmul GFLOP/s (6*L*(4H^2 + 2HI) + 12*L*S*H FLOPs per token) and\n"
             "  peak memory; --json adds one JSON object as the last line with the keys\n"
             "  samples_per_second, matmul_gflops, peak_rss_mb, memory_bytes by category\n"
-            "  (weights, gradients, optimizer_states, activations, temporaries) (and more).\n");
+            "  (weights, gradients, optimizer_states, activations, temporaries) (and more).\n"
+            "  --eval times evaluation batches instead: per_device_eval_batch_size rows of\n"
+            "  the eval split, forward only (a third of the training FLOPs per token).\n");
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -42,11 +46,35 @@ static double flops_per_token(const tf_model_info *m, int seq)
     return 6.0 * L * (4.0 * H * H + 2.0 * H * I) + 12.0 * L * seq * H;
 }
 
+/* One evaluation batch of n rows from `first` (wrapping around the split), as
+ * Trainer.evaluate runs it: fill, upload, forward without training, logits
+ * and loss to the host. staging: [rows_cap * cols] floats of any dtype. */
+static tf_status eval_batch(tf_trainer *t, size_t first, size_t n, size_t rows, size_t *idx, void *staging,
+                            size_t staging_bytes, float *loss, tf_error *err)
+{
+    for (size_t i = 0; i < n; i++) idx[i] = (first + i) % rows;
+    tf_status st;
+    if ((st = tf_trainer_host_batch_free(t, err))) return st;
+    if ((st = t->dvt->fill_batch(t->ds, TF_SPLIT_EVAL, idx, n, &t->host, err))) return st;
+    if ((st = tf_trainer_upload(t, err))) return st;
+    tf_model_output o;
+    if ((st = t->mvt->forward(t->model, &t->dev, false, &o, err))) return st;
+    size_t bytes = (size_t)o.rows * (size_t)o.cols * tf_dtype_size(o.logits_dtype);
+    if (bytes > staging_bytes)
+        return tf_error_set(err, TF_ERR_RUNTIME, "bench: %zu bytes of logits, more than the %zu expected", bytes,
+                            staging_bytes);
+    if ((st = t->bvt->memcpy(t->be, staging, o.logits, bytes, TF_COPY_DEVICE_TO_HOST, NULL))) return st;
+    if ((st = t->bvt->stream_sync(t->be, NULL, err))) return st;
+    *loss = o.loss;
+    if (t->defer_loss && (st = t->mvt->read_loss(t->model, loss, err))) return st;
+    return TF_OK;
+}
+
 int tf_cli_bench(int argc, char **argv)
 {
     const char *config = NULL;
     long steps = 10, warmup = 2;
-    int json = 0;
+    int json = 0, eval = 0;
     char **ov = calloc((size_t)argc, sizeof *ov);
     size_t nov = 0;
     if (!ov) return TF_ERR_RUNTIME;
@@ -73,6 +101,8 @@ int tf_cli_bench(int argc, char **argv)
             }
         } else if (!strcmp(argv[i], "--json")) {
             json = 1;
+        } else if (!strcmp(argv[i], "--eval")) {
+            eval = 1;
         } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
             goto out;
@@ -97,10 +127,34 @@ int tf_cli_bench(int argc, char **argv)
     double *times = calloc((size_t)steps, sizeof *times);
     tf_worker single = tf_worker_single();
     tf_status st = times ? tf_trainer_setup(&t, &plan, &single, &err) : tf_error_set(&err, TF_ERR_RUNTIME, "out of memory");
-    size_t rows = st ? 0 : t.dvt->num_rows(t.ds, TF_SPLIT_TRAIN);
-    if (!st) st = tf_sampler_init(&s, rows, 0, 1, (uint64_t)t.args->seed, 1, &err);
+    size_t rows = st ? 0 : t.dvt->num_rows(t.ds, eval ? TF_SPLIT_EVAL : TF_SPLIT_TRAIN);
+    if (!st && eval && rows == 0)
+        st = tf_error_set(&err, TF_ERR_CONFIG, "bench --eval: the dataset has no eval rows");
+    if (!st && !eval) st = tf_sampler_init(&s, rows, 0, 1, (uint64_t)t.args->seed, 1, &err);
+    if (!st && !eval && t.args->group_by_length) { /* the training run's order, world 1 */
+        int32_t *lengths;
+        st = tf_sampler_row_lengths(t.dvt, t.ds, TF_SPLIT_TRAIN, rows, &lengths, &err);
+        if (!st)
+            st = tf_sampler_group_by_length(&s, lengths,
+                                            (size_t)t.args->per_device_train_batch_size *
+                                                (size_t)t.args->gradient_accumulation_steps,
+                                            &err);
+        free(lengths);
+    }
     int64_t steps_per_epoch = 0;
-    if (!st) {
+    size_t eval_B = st ? 0 : (size_t)t.args->per_device_eval_batch_size;
+    size_t *eval_idx = NULL;
+    void *staging = NULL;
+    size_t staging_bytes = 0;
+    if (!st && eval) {
+        int seq = t.dvt->seq_len(t.ds, TF_SPLIT_EVAL);
+        size_t cols = t.info->task == TF_TASK_QUESTION_ANSWERING ? 2 * (size_t)seq : (size_t)t.info->num_labels;
+        staging_bytes = (size_t)t.rows_cap * cols * 4;
+        eval_idx = malloc(eval_B * sizeof *eval_idx);
+        staging = malloc(staging_bytes);
+        if (!eval_idx || !staging) st = tf_error_set(&err, TF_ERR_RUNTIME, "out of memory");
+    }
+    if (!st && !eval) {
         size_t B = (size_t)t.args->per_device_train_batch_size;
         steps_per_epoch = (int64_t)((rows / B) / (size_t)t.args->gradient_accumulation_steps);
         if (steps_per_epoch < 1)
@@ -111,28 +165,41 @@ int tf_cli_bench(int argc, char **argv)
     double loss = 0, lr, norm;
     bool skipped;
     for (long i = 0; !st && i < warmup + steps; i++) {
-        int64_t k = i % steps_per_epoch;
-        tf_sampler_set_epoch(&s, i / steps_per_epoch);
         double t0 = tf_now();
-        st = tf_trainer_step(&t, &s, &lrs, k, &loss, &lr, &norm, &skipped, &err);
+        if (eval) {
+            float l = 0;
+            st = eval_batch(&t, (size_t)i * eval_B % rows, eval_B, rows, eval_idx, staging, staging_bytes, &l, &err);
+            loss = l;
+        } else {
+            int64_t k = i % steps_per_epoch;
+            tf_sampler_set_epoch(&s, i / steps_per_epoch);
+            t0 = tf_now();
+            st = tf_trainer_step(&t, &s, &lrs, k, &loss, &lr, &norm, &skipped, &err);
+        }
         if (i >= warmup) times[i - warmup] = tf_now() - t0;
     }
     if (!st) {
         qsort(times, (size_t)steps, sizeof *times, cmp_double);
         double med = times[steps / 2];
-        int seq = t.dvt->seq_len(t.ds, TF_SPLIT_TRAIN);
-        double samples = (double)t.args->per_device_train_batch_size * (double)t.args->gradient_accumulation_steps;
+        int seq = t.dvt->seq_len(t.ds, eval ? TF_SPLIT_EVAL : TF_SPLIT_TRAIN);
+        double samples = eval ? (double)eval_B
+                              : (double)t.args->per_device_train_batch_size * (double)t.args->gradient_accumulation_steps;
         double sps = samples / med;
-        double gflops = sps * seq * flops_per_token(t.info, seq) / 1e9;
+        /* forward only: one of the three matmuls per weight of a training step */
+        double gflops = sps * seq * flops_per_token(t.info, seq) / (eval ? 3.0 : 1.0) / 1e9;
         double rss = tf_peak_rss_mb();
         tf_backend_mem_info mi = {0};
         if (t.bvt->mem_info) t.bvt->mem_info(t.be, &mi);
         const char *dev = t.bvt->device_name ? t.bvt->device_name(t.be) : plan.plugin[TF_KIND_BACKEND]->desc->name;
         printf("model        %s (L%d H%d A%d I%d)\n", t.info->source, t.info->num_layers, t.info->hidden_size,
                t.info->num_heads, t.info->intermediate_size);
-        printf("batch        %lld x %d (x%lld accumulation), precision %s\n",
-               (long long)t.args->per_device_train_batch_size, seq, (long long)t.args->gradient_accumulation_steps,
-               plan.plugin[TF_KIND_PRECISION]->desc->name);
+        if (eval)
+            printf("batch        %zu x %d, evaluation (forward only), precision %s\n", eval_B, seq,
+                   plan.plugin[TF_KIND_PRECISION]->desc->name);
+        else
+            printf("batch        %lld x %d (x%lld accumulation), precision %s\n",
+                   (long long)t.args->per_device_train_batch_size, seq, (long long)t.args->gradient_accumulation_steps,
+                   plan.plugin[TF_KIND_PRECISION]->desc->name);
         printf("device       %s\n", dev);
         printf("steps        %ld timed after %ld warm-up; median %.4f s, min %.4f s, max %.4f s\n", steps, warmup, med,
                times[0], times[steps - 1]);
@@ -155,7 +222,8 @@ int tf_cli_bench(int argc, char **argv)
                    "\"peak_backend_memory_mb\": %.2f, \"median_step_seconds\": %.6f, \"steps\": %ld, "
                    "\"batch\": %lld, \"seq\": %d, \"layers\": %d, \"hidden\": %d, \"last_loss\": %.6f",
                    sps, gflops, rss, (double)mi.peak / 1048576.0, med, steps,
-                   (long long)(t.args->per_device_train_batch_size * t.args->gradient_accumulation_steps), seq,
+                   eval ? (long long)eval_B
+                        : (long long)(t.args->per_device_train_batch_size * t.args->gradient_accumulation_steps), seq,
                    t.info->num_layers, t.info->hidden_size, loss);
             if (have_mb) {
                 printf(", \"memory_bytes\": {\"weights\": %zu, \"gradients\": %zu, \"optimizer_states\": %zu, "
@@ -170,6 +238,8 @@ int tf_cli_bench(int argc, char **argv)
     if (st) rc = tf_cli_fail(&err);
     tf_sampler_free(&s);
     free(times);
+    free(eval_idx);
+    free(staging);
     if (t.plan) tf_trainer_teardown(&t);
     tf_plan_free(&plan);
 out:

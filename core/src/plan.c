@@ -87,6 +87,14 @@ static tf_status check_abi_needs(const tf_plan *plan, tf_error *err)
                             "%s: training.optim = \"adafactor\" needs a backend with adafactor (plugin ABI 1.3); "
                             "backend '%s' (ABI %u.%u) does not have it",
                             tf_cfg_where(ts, "optim"), bp->desc->name, bp->desc->abi_major, bp->desc->abi_minor);
+    const tf_loaded_plugin *dp = plan->plugin[TF_KIND_DATASET];
+    const tf_dataset_vtable *dvt = dp->desc->vtable;
+    if (a->group_by_length && !TF_HAS(dvt, row_length))
+        return tf_error_set(err, TF_ERR_CONFIG,
+                            "%s: training.group_by_length needs a dataset that reports its rows' lengths "
+                            "(row_length, plugin ABI 1.3); dataset '%s' (ABI %u.%u) does not",
+                            tf_cfg_where(ts, "group_by_length"), dp->desc->name, dp->desc->abi_major,
+                            dp->desc->abi_minor);
     return TF_OK;
 }
 

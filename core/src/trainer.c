@@ -523,6 +523,17 @@ static tf_status run_loop(tf_trainer *t, tf_error *err)
                           (unsigned long)UINT32_MAX);
         goto out;
     }
+    if (a->group_by_length) {
+        /* megabatches of the global batch: LengthGroupedSampler's
+         * train_batch_size * gradient_accumulation_steps, times the world */
+        int32_t *lengths;
+        size_t global = (size_t)a->per_device_train_batch_size * (size_t)t->world *
+                        (size_t)a->gradient_accumulation_steps;
+        st = tf_sampler_row_lengths(t->dvt, t->ds, TF_SPLIT_TRAIN, rows, &lengths, err);
+        if (!st) st = tf_sampler_group_by_length(&s, lengths, global, err);
+        free(lengths);
+        if (st) goto out;
+    }
     tf_training_plan sp;
     if ((st = tf_training_plan_compute(a, (long long)rows, t->world, &sp, err))) goto out;
     t->steps = sp;

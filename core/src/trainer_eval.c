@@ -1,6 +1,9 @@
 /* trainer_eval.c — evaluation over the whole eval split, as Trainer.evaluate:
  * eval_loss is the mean over examples of their batch's mean loss, then the
- * dataset's metrics from every row's logits. */
+ * dataset's metrics from every row's logits. With training.group_by_length the
+ * rows go in LengthGroupedSampler's order (by eval batch), as the Trainer's
+ * eval dataloader takes them: with padding = "longest" the batches then carry
+ * little padding. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,13 +18,14 @@ void tf_metrics_add(tf_metrics *m, const char *name, double value)
     m->value[m->n++] = value;
 }
 
-/* One batch's logits [o->rows, o->cols] into host f32 out[o->rows, width]:
+/* One batch's logits [o->rows, o->cols] into host f32 out[rows of the split, width],
+ * batch row r at split row idx[r]:
  * a batch padded to its own longest row has fewer QA columns than the split's
  * width; the columns past it get -100, the value Hugging Face pads QA logits
  * with (so no padded position can win a top-n search). staging: at least
  * o->rows * o->cols * 4 bytes. */
-static tf_status logits_to_host(tf_trainer *t, const tf_model_output *o, float *out, int width, void *staging,
-                                tf_error *err)
+static tf_status logits_to_host(tf_trainer *t, const tf_model_output *o, const size_t *idx, float *out, int width,
+                                void *staging, tf_error *err)
 {
     size_t n = (size_t)o->rows * (size_t)o->cols;
     size_t es = tf_dtype_size(o->logits_dtype);
@@ -32,7 +36,7 @@ static tf_status logits_to_host(tf_trainer *t, const tf_model_output *o, float *
     if (o->logits_dtype != TF_DTYPE_F32 && o->logits_dtype != TF_DTYPE_F16 && o->logits_dtype != TF_DTYPE_BF16)
         return tf_error_set(err, TF_ERR_RUNTIME, "model logits in unsupported dtype %s", tf_dtype_name(o->logits_dtype));
     for (int r = 0; r < o->rows; r++) {
-        float *dst = out + (size_t)r * (size_t)width;
+        float *dst = out + idx[r] * (size_t)width;
         for (int c = 0; c < o->cols; c++) {
             size_t i = (size_t)r * (size_t)o->cols + (size_t)c;
             if (o->logits_dtype == TF_DTYPE_F32)
@@ -62,6 +66,21 @@ tf_status tf_trainer_evaluate(tf_trainer *t, double epoch, tf_metrics *out, tf_e
     /* every row at the split's full width: [rows, num_labels] or [rows, seq, 2] */
     int cols = qa ? 2 * t->dvt->seq_len(t->ds, TF_SPLIT_EVAL) : t->info->num_labels;
     size_t batches = 0;
+    size_t *order = NULL; /* [rows] the split's rows in evaluation order; NULL: in order */
+    if (!st && t->args->group_by_length) {
+        tf_sampler es = {0};
+        int32_t *lengths = NULL;
+        st = tf_sampler_row_lengths(t->dvt, t->ds, TF_SPLIT_EVAL, rows, &lengths, err);
+        if (!st) st = tf_sampler_init(&es, rows, 0, 1, (uint64_t)t->args->seed, 1, err);
+        if (!st) st = tf_sampler_group_by_length(&es, lengths, B, err);
+        if (!st) {
+            tf_sampler_set_epoch(&es, 0);
+            order = es.perm; /* taken over: [padded == rows] with world 1 */
+            es.perm = NULL;
+        }
+        tf_sampler_free(&es);
+        free(lengths);
+    }
     if (!st) {
         logits = malloc(rows * (size_t)cols * sizeof *logits);
         staging = malloc((size_t)t->rows_cap * (size_t)cols * 4);
@@ -75,13 +94,13 @@ tf_status tf_trainer_evaluate(tf_trainer *t, double epoch, tf_metrics *out, tf_e
     if (!st && t->world > 1) memset(logits, 0, rows * (size_t)cols * sizeof *logits);
     for (size_t first = lo; !st && first < hi; first += B) {
         size_t n = hi - first < B ? hi - first : B;
-        for (size_t i = 0; i < n; i++) idx[i] = first + i;
+        for (size_t i = 0; i < n; i++) idx[i] = order ? order[first + i] : first + i;
         if ((st = tf_trainer_host_batch_free(t, err))) break;
         if ((st = t->dvt->fill_batch(t->ds, TF_SPLIT_EVAL, idx, n, &t->host, err))) break;
         if ((st = tf_trainer_upload(t, err))) break;
         tf_model_output o;
         if ((st = t->mvt->forward(t->model, &t->dev, false, &o, err))) break;
-        if ((st = logits_to_host(t, &o, logits + first * (size_t)cols, cols, staging, err))) break;
+        if ((st = logits_to_host(t, &o, idx, logits, cols, staging, err))) break;
         float loss = o.loss;
         if (t->defer_loss && (st = t->mvt->read_loss(t->model, &loss, err))) break;
         loss_sum += (double)loss * (double)n;
@@ -102,6 +121,7 @@ tf_status tf_trainer_evaluate(tf_trainer *t, double epoch, tf_metrics *out, tf_e
     /* the metrics (and any predictions file the dataset writes) are rank 0's */
     if (!st && t->rank == 0) st = t->dvt->evaluate(t->ds, TF_SPLIT_EVAL, logits, rows, cols, &ds_metrics, err);
     free(idx);
+    free(order);
     free(logits);
     free(staging);
     if (st) return st;

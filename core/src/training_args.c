@@ -259,6 +259,7 @@ static tf_status read_all(tf_section *t, const char *config_path, tf_training_ar
     }
     TRY(tf_cfg_int(t, "dataloader_num_workers", 0, 0, inf, &a->dataloader_num_workers, err));
     TRY(tf_cfg_bool(t, "disable_tqdm", false, &a->disable_tqdm, err));
+    TRY(tf_cfg_bool(t, "group_by_length", false, &a->group_by_length, err));
     a->eval_steps = 0;
     if (tf_cfg_has(t, "eval_steps"))
         TRY(read_float(t, "eval_steps", 0, 0, INFINITY, &a->eval_steps, err));

@@ -108,6 +108,8 @@ typedef struct tf_training_args {
     long long seed;                   /* 42 */
     long long dataloader_num_workers; /* 0 */
     bool disable_tqdm;                /* false (4.46: None -> from the log level) */
+    bool group_by_length;             /* false; true: LengthGroupedSampler's order, by the
+                                         dataset's row lengths (sampler.h) */
     char *report_to;                  /* "none" ("all" = every integration: none in tfcore) */
 } tf_training_args;
 

@@ -349,6 +349,10 @@ out:
 
 static size_t imdb_num_rows(tf_dataset *ds, tf_split split) { return ds->split[split].n; }
 static int imdb_seq_len(tf_dataset *ds, tf_split split) { return ds->max_length; }
+static int imdb_row_length(tf_dataset *ds, tf_split split, size_t row)
+{
+    return row < ds->split[split].n ? ds->split[split].lengths[row] : 0;
+}
 
 static tf_status imdb_fill_batch(tf_dataset *ds, tf_split split, const size_t *idx, size_t n, tf_batch *out,
                                  tf_error *err)
@@ -426,6 +430,7 @@ static const tf_dataset_vtable imdb_vtable = {
     .seq_len = imdb_seq_len,
     .fill_batch = imdb_fill_batch,
     .evaluate = imdb_evaluate,
+    .row_length = imdb_row_length,
 };
 
 TF_PLUGIN_DEFINE(TF_KIND_DATASET, "imdb", "1.0.0",

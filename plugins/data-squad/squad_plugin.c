@@ -25,6 +25,9 @@
  *   max_train_samples, max_eval_samples   the first N questions, then the first
  *                                 N features, as run_qa cuts both (0 = all)
  *   pad_to_max_length (true)      false: pad each batch to its longest row
+ *   padding ("max_length")        "longest" = pad_to_max_length false, the key
+ *                                 every tfcore dataset shares; giving both
+ *                                 keys with opposite meanings is a config error
  *   vocab_file                    when the model has no vocab.txt of its own
  *   do_lower_case                 override the model's tokenizer setting
  *
@@ -80,6 +83,8 @@ struct tf_dataset {
 
 /* The data section's keys, run_qa's names (plugins/data-squad/README.md is
  * generated from it); the checks across keys follow in read_config. */
+static const char *const squad_paddings[] = {"max_length", "longest", NULL};
+
 static const tf_cfg_key keys[] = {
     {"train_file", TF_CFG_KEY_STRING, .doc = "SQuAD JSON (v1.1 or v2.0) to train on; at least one of the two files"},
     {"validation_file", TF_CFG_KEY_STRING, .doc = "SQuAD JSON (v1.1 or v2.0) to evaluate on"},
@@ -109,6 +114,8 @@ static const tf_cfg_key keys[] = {
      .doc = "as max_train_samples, for evaluation"},
     {"pad_to_max_length", TF_CFG_KEY_BOOL, .bool_def = true,
      .doc = "pad every row to max_seq_length; false: each batch to its longest row"},
+    {"padding", TF_CFG_KEY_CHOICE, .string_def = "max_length", .choices = squad_paddings,
+     .doc = "the other datasets' name for pad_to_max_length: \"max_length\" = true, \"longest\" = false (both set must agree)"},
     {"vocab_file", TF_CFG_KEY_STRING, .doc = "a vocab.txt, for a model without one of its own; unset: the model's"},
     {"do_lower_case", TF_CFG_KEY_BOOL, .bool_def = true, .default_text = "the model's",
      .doc = "override the model's tokenizer setting"},
@@ -155,6 +162,15 @@ static tf_status read_config(tf_section *s, squad_config *c, tf_error *err)
     if ((st = tf_cfg_key_int(s, keys, "max_train_samples", &c->max_train, err))) return st;
     if ((st = tf_cfg_key_int(s, keys, "max_eval_samples", &c->max_eval, err))) return st;
     if ((st = tf_cfg_key_bool(s, keys, "pad_to_max_length", &c->pad_to_max_length, err))) return st;
+    const char *padding;
+    if ((st = tf_cfg_key_string(s, keys, "padding", &padding, err))) return st;
+    if (tf_cfg_has(s, "padding")) {
+        bool to_max = strcmp(padding, "max_length") == 0;
+        if (tf_cfg_has(s, "pad_to_max_length") && to_max != c->pad_to_max_length)
+            return tf_error_set(err, TF_ERR_CONFIG, "%s: data.padding = \"%s\" contradicts data.pad_to_max_length = %s",
+                                tf_cfg_where(s, "padding"), padding, c->pad_to_max_length ? "true" : "false");
+        c->pad_to_max_length = to_max;
+    }
     if ((st = tf_cfg_key_string(s, keys, "vocab_file", &c->vocab_file, err))) return st;
     set = tf_cfg_has(s, "do_lower_case");
     if ((st = tf_cfg_key_bool(s, keys, "do_lower_case", &b, err))) return st;
@@ -317,6 +333,10 @@ out:
 
 static size_t squad_num_rows(tf_dataset *ds, tf_split split) { return ds->feat[split].n; }
 static int squad_seq_len(tf_dataset *ds, tf_split split) { return (int)ds->cfg.max_seq_length; }
+static int squad_row_length(tf_dataset *ds, tf_split split, size_t row)
+{
+    return row < ds->feat[split].n ? squad_feature_len(&ds->feat[split], row) : 0;
+}
 
 static tf_status squad_fill_batch(tf_dataset *ds, tf_split split, const size_t *idx, size_t n, tf_batch *out,
                                   tf_error *err)
@@ -413,6 +433,7 @@ const tf_dataset_vtable squad_dataset_vtable = {
     .seq_len = squad_seq_len,
     .fill_batch = squad_fill_batch,
     .evaluate = squad_evaluate,
+    .row_length = squad_row_length,
 };
 
 const squad_features *squad_dataset_features(const tf_dataset *ds, tf_split split) { return &ds->feat[split]; }

@@ -10,11 +10,23 @@
  *     SPAN_OPEN and SPAN_CLOSE in the context.
  * Otherwise labels are random (throughput work only).
  *
- * Layout of every row ([seq] tokens, no padding):
- *   classification:       [CLS] t1 ... t(S-2) [SEP]                 types 0
- *   question-answering:   [CLS] q1..q8 [SEP] c1 ... c(S-11) [SEP]   types 0 | 1
+ * Config (section "data"):
+ *   task, num_labels, seq_len (128), num_examples (2048), eval_examples (512),
+ *   seed (42), learnable (true)
+ *   min_length (seq_len)   rows get a length uniform in [min_length, seq_len]
+ *                          (as real text varies: IMDB reviews after WordPiece
+ *                          spread from tens to hundreds of tokens); the rest
+ *                          of the row is [PAD] (id 0) with attention mask 0
+ *   padding ("max_length") "longest": a batch is as wide as its longest row,
+ *                          transformers' padding="longest" (dynamic padding)
+ *
+ * Layout of a row of length T ([T] tokens, then padding to the batch width):
+ *   classification:       [CLS] t1 ... t(T-2) [SEP]                 types 0
+ *   question-answering:   [CLS] q1..q8 [SEP] c1 ... c(T-11) [SEP]   types 0 | 1
  * Everything is a pure function of (seed, split, row), so any sampler, shard
- * or thread count sees the same data. */
+ * or thread count sees the same data; a row's length comes from its own
+ * stream, so min_length = seq_len gives exactly the rows of a config without
+ * it. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,8 +49,8 @@
 typedef struct synthetic_config {
     tf_task task;
     long long seq_len, train_examples, eval_examples, num_labels;
-    long long seed;
-    bool learnable;
+    long long seed, min_length;
+    bool learnable, longest;
 } synthetic_config;
 
 struct tf_dataset {
@@ -47,13 +59,19 @@ struct tf_dataset {
 };
 
 static const char *const task_names[] = {"classification", "question-answering", NULL};
+static const char *const paddings[] = {"max_length", "longest", NULL};
 
 /* The data section's keys (plugins/data-synthetic/README.md is generated from it). */
 static const tf_cfg_key keys[] = {
     {"task", TF_CFG_KEY_CHOICE, .string_def = "classification", .choices = task_names,
      .doc = "what the rows are for: a label per row, or an answer span in a context"},
     {"seq_len", TF_CFG_KEY_INT, .int_def = 128, .int_min = 16, .int_max = 65536,
-     .doc = "tokens per row, [CLS] and [SEP] included (no padding)"},
+     .doc = "tokens per row, [CLS] and [SEP] included: the longest row"},
+    {"min_length", TF_CFG_KEY_INT, .int_def = 3, .int_min = 3, .int_max = 65536, .default_text = "seq_len",
+     .doc = "rows' lengths uniform in [min_length, seq_len], right-padded with mask 0; at least 3 "
+            "(classification) or 15 (question-answering), at most seq_len"},
+    {"padding", TF_CFG_KEY_CHOICE, .string_def = "max_length", .choices = paddings,
+     .doc = "pad every row to seq_len, or each batch to its longest row"},
     {"num_examples", TF_CFG_KEY_INT, .int_def = 2048, .int_min = 1, .int_max = 1LL << 40,
      .doc = "rows in the train split"},
     {"eval_examples", TF_CFG_KEY_INT, .int_def = 512, .int_min = 0, .int_max = 1LL << 40,
@@ -80,6 +98,21 @@ static tf_status read_config(tf_section *s, synthetic_config *c, tf_error *err)
     if ((st = tf_cfg_key_int(s, keys, "num_labels", &c->num_labels, err))) return st;
     if ((st = tf_cfg_key_int(s, keys, "seed", &c->seed, err))) return st;
     if ((st = tf_cfg_key_bool(s, keys, "learnable", &c->learnable, err))) return st;
+    c->min_length = c->seq_len;
+    if (tf_cfg_has(s, "min_length")) {
+        if ((st = tf_cfg_key_int(s, keys, "min_length", &c->min_length, err))) return st;
+        /* the shortest row a task can lay out: [CLS] x [SEP], or the question and a 4-token context */
+        long long shortest = c->task == TF_TASK_CLASSIFICATION ? 3 : QUESTION_LEN + 7;
+        if (c->min_length < shortest)
+            return tf_error_set(err, TF_ERR_CONFIG, "%s: data.min_length %lld is less than %lld, the shortest row of a %s task",
+                                tf_cfg_where(s, "min_length"), c->min_length, shortest, task);
+        if (c->min_length > c->seq_len)
+            return tf_error_set(err, TF_ERR_CONFIG, "%s: data.min_length %lld is more than seq_len %lld",
+                                tf_cfg_where(s, "min_length"), c->min_length, c->seq_len);
+    }
+    const char *padding;
+    if ((st = tf_cfg_key_string(s, keys, "padding", &padding, err))) return st;
+    c->longest = strcmp(padding, "longest") == 0;
     return TF_OK;
 }
 
@@ -153,22 +186,37 @@ static size_t syn_num_rows(tf_dataset *ds, tf_split split)
 
 static int syn_seq_len(tf_dataset *ds, tf_split split) { return (int)ds->cfg.seq_len; }
 
-/* Row `row` of `split`: ids/types [S]; label or span. */
-static void make_row(const tf_dataset *ds, tf_split split, size_t row, int32_t *ids, int32_t *types,
-                     int32_t *label, int32_t *start, int32_t *end)
+/* Real tokens in row `row` of `split`: uniform in [min_length, seq_len], from
+ * a stream of its own (the row's tokens do not depend on it being drawn). */
+static int row_length(const tf_dataset *ds, tf_split split, size_t row)
 {
     const synthetic_config *c = &ds->cfg;
-    int S = (int)c->seq_len;
+    if (c->min_length >= c->seq_len) return (int)c->seq_len;
+    uint64_t h = tf_mix64(tf_mix64((uint64_t)c->seed * 2 + (uint64_t)split) ^ 0x9e3779b97f4a7c15ull ^
+                          tf_mix64(row * 0xd1b54a32d192ed03ull));
+    return (int)(c->min_length + (long long)(h % (uint64_t)(c->seq_len - c->min_length + 1)));
+}
+
+static int syn_row_length(tf_dataset *ds, tf_split split, size_t row) { return row_length(ds, split, row); }
+
+/* Row `row` of `split` into ids/types [width] (width >= its length T): the
+ * row's T tokens, then [PAD] (id 0, type 0); label or span. Returns T. */
+static int make_row(const tf_dataset *ds, tf_split split, size_t row, int width, int32_t *ids, int32_t *types,
+                    int32_t *label, int32_t *start, int32_t *end)
+{
+    const synthetic_config *c = &ds->cfg;
+    int S = row_length(ds, split, row);
     row_rng r = {tf_mix64((uint64_t)c->seed * 2 + (uint64_t)split) ^ tf_mix64(row * 0x632be59bd9b4e019ull)};
+    for (int i = S; i < width; i++) ids[i] = 0;
+    memset(types, 0, (size_t)width * sizeof *types);
     ids[0] = ID_CLS;
     ids[S - 1] = ID_SEP;
     for (int i = 1; i < S - 1; i++) ids[i] = filler(&r, ds->vocab_high);
-    memset(types, 0, (size_t)S * sizeof *types);
     if (c->task == TF_TASK_CLASSIFICATION) {
         *label = uniform(&r, 0, (int)c->num_labels);
         if (c->learnable)
             for (int k = 0; k < 3; k++) ids[uniform(&r, 1, S - 1)] = KEYWORD_BASE + *label;
-        return;
+        return S;
     }
     /* question-answering: [CLS] question [SEP] context [SEP] */
     int ctx0 = QUESTION_LEN + 2, ctx1 = S - 1; /* context is [ctx0, ctx1) */
@@ -183,6 +231,7 @@ static void make_row(const tf_dataset *ds, tf_split split, size_t row, int32_t *
         ids[s0 - 1] = SPAN_OPEN;
         ids[s0 + len] = SPAN_CLOSE;
     }
+    return S;
 }
 
 static tf_status syn_fill_batch(tf_dataset *ds, tf_split split, const size_t *idx, size_t n,
@@ -193,14 +242,23 @@ static tf_status syn_fill_batch(tf_dataset *ds, tf_split split, const size_t *id
         return tf_error_set(err, TF_ERR_RUNTIME, "synthetic: batch of %zu x %d exceeds capacity %d x %d",
                             n, S, out->capacity_rows, out->capacity_seq);
     size_t rows = syn_num_rows(ds, split);
+    for (size_t b = 0; b < n; b++)
+        if (idx[b] >= rows)
+            return tf_error_set(err, TF_ERR_RUNTIME, "synthetic: row %zu out of range (%zu rows)", idx[b], rows);
+    if (ds->cfg.longest) { /* pad to the longest row of this batch */
+        S = 0;
+        for (size_t b = 0; b < n; b++) {
+            int len = row_length(ds, split, idx[b]);
+            S = len > S ? len : S;
+        }
+    }
     out->rows = (int)n;
     out->seq = S;
     for (size_t b = 0; b < n; b++) {
-        if (idx[b] >= rows)
-            return tf_error_set(err, TF_ERR_RUNTIME, "synthetic: row %zu out of range (%zu rows)", idx[b], rows);
         int32_t label = 0, start = 0, end = 0;
-        make_row(ds, split, idx[b], out->input_ids + b * S, out->token_type_ids + b * S, &label, &start, &end);
-        for (int i = 0; i < S; i++) out->attention_mask[b * S + i] = 1;
+        int len = make_row(ds, split, idx[b], S, out->input_ids + b * S, out->token_type_ids + b * S, &label,
+                           &start, &end);
+        for (int i = 0; i < S; i++) out->attention_mask[b * S + i] = i < len;
         if (out->labels) out->labels[b] = label;
         if (out->start_positions) out->start_positions[b] = start;
         if (out->end_positions) out->end_positions[b] = end;
@@ -225,7 +283,7 @@ static tf_status syn_evaluate(tf_dataset *ds, tf_split split, const float *logit
     double correct = 0, f1_sum = 0;
     for (size_t r = 0; r < rows; r++) {
         int32_t label = 0, start = 0, end = 0;
-        make_row(ds, split, r, ids, ids + S, &label, &start, &end);
+        int len = make_row(ds, split, r, S, ids, ids + S, &label, &start, &end);
         const float *l = logits + r * (size_t)cols;
         if (c->task == TF_TASK_CLASSIFICATION) {
             int best = 0;
@@ -234,11 +292,11 @@ static tf_status syn_evaluate(tf_dataset *ds, tf_split split, const float *logit
             correct += best == label;
             continue;
         }
-        /* logits [S, 2]: (start, end) per position; context is [QUESTION_LEN+2, S-1) */
+        /* logits [S, 2]: (start, end) per position; context is [QUESTION_LEN+2, len-1) */
         int bs = -1, be = -1;
         float bscore = 0;
-        for (int i = QUESTION_LEN + 2; i < S - 1; i++)
-            for (int j = i; j < S - 1 && j < i + MAX_ANSWER; j++) {
+        for (int i = QUESTION_LEN + 2; i < len - 1; i++)
+            for (int j = i; j < len - 1 && j < i + MAX_ANSWER; j++) {
                 float sc = l[2 * i] + l[2 * j + 1];
                 if (bs < 0 || sc > bscore) bs = i, be = j, bscore = sc;
             }
@@ -274,6 +332,7 @@ static const tf_dataset_vtable synthetic_vtable = {
     .seq_len = syn_seq_len,
     .fill_batch = syn_fill_batch,
     .evaluate = syn_evaluate,
+    .row_length = syn_row_length,
 };
 
 TF_PLUGIN_DEFINE(TF_KIND_DATASET, "synthetic", "1.0.0",

@@ -143,7 +143,10 @@ tf_status bert_fwd_layer(tf_model *m, int l, const void *in, const int32_t *mask
     ad.dropout = m->drop_attn ? (float)c->attention_dropout : 0.0f;
     ad.seed = bert_dropout_seed(m, 1 + 3 * l);
     ad.offset = m->drop_offset;
-    BERT_TRY(bert_attention_fwd(m, &ad, y->qkv, mask, y->ctx, y->attn_save, m->train, err));
+    /* eval keeps no probabilities: without a save buffer the backend softmaxes
+     * each block in its cache-sized scratch instead of writing [B, heads, S, S]
+     * floats per layer that nothing reads */
+    BERT_TRY(bert_attention_fwd(m, &ad, y->qkv, mask, y->ctx, m->train ? y->attn_save : NULL, m->train, err));
     /* tmp[N, H] = dropout(ctx · Woᵀ + bo); ln1 = LayerNorm(tmp + in) */
     g = (bert_mm){.tb = true, .m = N, .n = H, .k = H, .a = y->ctx, .lda = H,
                   .b = bert_w(m, o->ao_w), .ldb = H, .c = tmp, .ldc = H};
@@ -153,10 +156,13 @@ tf_status bert_fwd_layer(tf_model *m, int l, const void *in, const int32_t *mask
                               (float)c->hidden_dropout, err));
     BERT_TRY(bk->layernorm_fwd(m->be, NULL, tmp, in, y->ln1_in, y->ln1_out, bert_p(m, o->ln1_g),
                                bert_p(m, o->ln1_b), y->mean1, y->rstd1, N, H, eps, m->dt, err));
-    /* inter_act[N, I] = gelu(ln1 · Wiᵀ + bi), pre-activation kept in inter_pre */
+    /* inter_act[N, I] = gelu(ln1 · Wiᵀ + bi), pre-activation kept in inter_pre
+     * for backward; eval keeps it nowhere (every layer writes it to d_inter,
+     * the backward's buffer, so an evaluation touches one [N, I] not L) */
     g = (bert_mm){.tb = true, .m = N, .n = I, .k = H, .a = y->ln1_out, .lda = H,
                   .b = bert_w(m, o->in_w), .ldb = H, .c = y->inter_act, .ldc = I};
-    BERT_TRY(bert_gemm(m, &g, TF_EPILOGUE_BIAS_GELU, bert_p(m, o->in_b), y->inter_pre, err));
+    BERT_TRY(bert_gemm(m, &g, TF_EPILOGUE_BIAS_GELU, bert_p(m, o->in_b),
+                       m->train ? y->inter_pre : m->acts.d_inter, err));
     /* tmp[N, H] = dropout(inter_act · Wo2ᵀ + bo2); out = LayerNorm(tmp + ln1) */
     g = (bert_mm){.tb = true, .m = N, .n = H, .k = I, .a = y->inter_act, .lda = I,
                   .b = bert_w(m, o->out_w), .ldb = I, .c = tmp, .ldc = H};

@@ -4,7 +4,8 @@
  * tokenizer, and then fills batches for any list of example indices (the
  * sampler decides which). It also turns a split's model outputs into metrics.
  *
- * ABI 1.0. New slots are appended at the end and read through TF_HAS().
+ * ABI 1.0. New slots are appended at the end and read through TF_HAS();
+ * ABI 1.3 added row_length.
  */
 #ifndef TFCORE_DATASET_H
 #define TFCORE_DATASET_H
@@ -68,6 +69,12 @@ typedef struct tf_dataset_vtable {
      * for every row of the split in order, cols as the model's output. */
     tf_status (*evaluate)(tf_dataset *ds, tf_split split, const float *logits, size_t rows,
                           int cols, tf_metrics *out, tf_error *err);
+
+    /* --- appended in ABI 1.3: optional, read through TF_HAS() ------------------ */
+    /* Real tokens of row `row` (< num_rows) of a split: the sum of its
+     * attention mask, the length transformers' LengthGroupedSampler sorts by
+     * (training.group_by_length). NULL: the dataset cannot group by length. */
+    int (*row_length)(tf_dataset *ds, tf_split split, size_t row);
 } tf_dataset_vtable;
 
 /* The tokenizer a dataset plugin should use: vocab_file (the plugin's
