@@ -44,14 +44,15 @@ sh "$gen" check "$tfcore" "$tmp/unended.md" >/dev/null 2>&1 && bad "a section wi
 # 3. every documented key of the data plugins is accepted by --dry-run
 for name in synthetic imdb squad; do
     "$tfcore" plugins --keys "dataset/$name" >"$tmp/$name.md" || { bad "plugins --keys dataset/$name"; continue; }
-    # a value of each key's type: its default where it has one
+    # a value of each key's type: its default where it has one, else its lower bound
     # (the keys that fetch a dataset by name need the name and a checksum's shape)
     keys=$(awk -F' [|] ' -v name="$name" 'NR > 2 {
         k = $1; sub(/^[|] `/, "", k); sub(/`$/, "", k); t = $2; d = $3
         if (k == "path" && name != "synthetic") v = "\"" name "\""
         else if (k ~ /sha256$/) v = "\"" sprintf("%064d", 0) "\""
         else if (k == "url") v = "\"http://127.0.0.1:9/\""
-        else if (t == "int") v = (d ~ /^-?[0-9]+$/) ? d : 1
+        else if (t == "int") { lo = $4; sub(/^\[/, "", lo); sub(/,.*/, "", lo)
+                               v = (d ~ /^-?[0-9]+$/) ? d : (lo ~ /^-?[0-9]+$/) ? lo : 1 }
         else if (t == "float") v = (d ~ /^-?[0-9.e+-]+$/) ? d : 0.5
         else if (t == "bool") v = (d == "false") ? "false" : "true"
         else if (t == "choice") v = d
