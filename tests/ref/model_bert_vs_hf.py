@@ -409,8 +409,8 @@ def label_smoothing_case(work):
 def minilm_case(work):
     if os.environ.get("TFCORE_REF_MINILM") == "0":
         # the emulated-GPU suite: 22M parameters cost minutes under the
-        # emulation, and the checkpoint's loading is the backend's no matter
-        # what; make check runs the case on backend-cpu, a GPU on backend-cuda
+        # emulation, and loading the checkpoint does not depend on the
+        # backend; make check runs the case on backend-cpu
         print("note: MiniLM case not run (TFCORE_REF_MINILM=0)")
         return
     if not MINILM or not os.path.isdir(MINILM):
