@@ -7,12 +7,16 @@
 #   2. the backend-cuda op suites against backend-cpu (tests/test_backend_cuda.c,
 #      tests/test_backend_cuda_attention.c: every op, f32/tf32/f16/bf16, odd
 #      sizes, SIMT and mma attention, dropout masks bit-identical);
-#   3. tests/ref/model_bert_vs_hf.py on the emulated backend-cuda (fp32);
+#   3. tests/ref/model_bert_vs_hf.py on the emulated backend-cuda (fp32; not
+#      its MiniLM case, which make check runs on backend-cpu);
 #   4. bert-tiny trained in fp32, fp16 and bf16 on the emulated GPU: the 16-bit
 #      runs must end within LOSS_TOL (0.02) of fp32's final training loss;
-#   5. every tests/cuda-emu/run_*.sh (the multi-rank cases);
-#   6. the emulation's tests and a share of the op suites again under
-#      ThreadSanitizer (stream ordering) and AddressSanitizer.
+#   5. every tests/cuda-emu/run_*.sh (the multi-rank cases, fp16 loss scaling
+#      on injected overflows);
+#   6. under ThreadSanitizer (stream ordering) and AddressSanitizer: the
+#      emulation's tests, a share of the op suites, and 2 steps of
+#      `tfcore train` with comm nccl x2 (and, under ASan, one worker).
+# Every case prints its seconds, every build too.
 # Ends with the line "N passed, N failed, N skipped"; exits 1 when one failed.
 # Nothing skips for want of a GPU: there is none, by design.
 # Usage: scripts/test-emulated-gpu.sh [DIR]. JOBS (default 2); TF_TEST_SEED
@@ -46,11 +50,12 @@ run() {
 }
 
 build() { # build DIR [SAN]
+    local t0=$(date +%s)
     if SAN="${2:-}" "$top/scripts/build-cuda-emu.sh" "$1" >"$log/build${2:+-$2}.log" 2>&1; then
-        pass "build-cuda-emu.sh${2:+ (SAN=$2)}"
+        pass "build-cuda-emu.sh${2:+ (SAN=$2)} ($(($(date +%s) - t0)) s)"
         return 0
     fi
-    fail "build-cuda-emu.sh${2:+ (SAN=$2)}" "$log/build${2:+-$2}.log"
+    fail "build-cuda-emu.sh${2:+ (SAN=$2)} ($(($(date +%s) - t0)) s)" "$log/build${2:+-$2}.log"
     return 1
 }
 
@@ -93,10 +98,13 @@ if build "$dir"; then
     run plugin-readme-keys.cuda sh "$top/scripts/plugin-readme-keys.sh" check "$dir/build/core/tfcore" \
         "$top/plugins/backend-cuda/README.md"
 
-    # transformers reference, fp32, on the emulated backend
+    # transformers reference, fp32, on the emulated backend: the random-init
+    # configs, dropout and label smoothing; not the MiniLM checkpoint (22M
+    # parameters: minutes here; make check runs it on backend-cpu, and the op
+    # suites above hold backend-cuda to backend-cpu op by op)
     (cd "$dir/build" && nice make -s tests/model_bert_driver >/dev/null 2>&1)
     run model_bert_vs_hf.cuda env top_builddir="$dir/tree" TFCORE_REF_BACKEND=cuda TFCORE_REQUIRE_REF=1 \
-        sh "$top/tests/ref/run-python.sh" "$top/tests/ref/model_bert_vs_hf.py"
+        TFCORE_REF_MINILM=0 sh "$top/tests/ref/run-python.sh" "$top/tests/ref/model_bert_vs_hf.py"
 
     # fp16 / bf16 converge like fp32
     tcfg="$dir/train.cfg"
@@ -147,10 +155,41 @@ CFG
 fi
 
 # --- 6: ThreadSanitizer and AddressSanitizer ----------------------------------
-# The emulation's tests and the op suites' cases on small shapes (the
-# attention cases with sequences up to 512 take minutes under TSan).
-# (layernorm's cases cost 4 minutes under TSan: ASan only)
-small_cases=(attention_eval attention_errors cross_entropy cross_entropy_bad_label)
+# ThreadSanitizer finds what crosses host threads: the emulation's stream
+# threads, events and stream waits, the NCCL stand-in's ranks, host reads of
+# device memory before a synchronization. Within a block the fibers
+# synchronize at every switch, so it sees no race inside a kernel: running
+# every op's numerics under it adds nothing to the plain run. Under it: the
+# emulation's tests, test_backend_cuda's runtime case (memory, streams,
+# events), two attention cases and cross-entropy's device-side label check,
+# and `tfcore train` (bert-tiny, vocabulary 2048) in fp16 with comm nccl x2
+# for 2 steps: the compute stream, comm-nccl's comm stream and their event
+# waits, the loss scaler's device flag, the all-reduce on the stream.
+# AddressSanitizer (cheap) gets every op of test_backend_cuda, the small
+# attention, layernorm and cross-entropy cases, and the training run with one
+# worker (fp16) and with nccl x2 (fp32).
+# sanitized_train NAME DIR PRECISION WORLD: `tfcore train`, 2 steps; a
+# sanitizer report fails it even where a worker's exit status is lost
+sanitized_train() {
+    local name="$1" d="$2" prec="$3" world="$4" comm=""
+    [ "$world" -gt 1 ] && comm="comm = { plugin = \"nccl\"; world_size = $world; bucket_mb = 0.1; };"
+    cat >"$d/$name.cfg" <<CFG
+model = { plugin = "bert"; preset = "bert-tiny"; task = "classification"; num_labels = 2;
+          vocab_size = 2048; max_position_embeddings = 16; };
+data = { plugin = "synthetic"; task = "classification"; num_labels = 2; seq_len = 16;
+         num_examples = 32; eval_examples = 0; learnable = true; };
+backend = { plugin = "cuda"; };
+precision = { plugin = "$prec"; };
+training = { output_dir = "$d/$name"; max_steps = 2; per_device_train_batch_size = 4;
+             learning_rate = 1e-3; warmup_steps = 0; logging_steps = 1;
+             eval_strategy = "no"; save_strategy = "no"; seed = 11; };
+$comm
+CFG
+    rm -rf "${d:?}/$name"
+    run "$name" sh -c '"$1" train -c "$2" && [ -s "$3/results.json" ] &&
+        ! grep -Eq "ThreadSanitizer|AddressSanitizer|LeakSanitizer" "$4"' \
+        sh "$d/build/core/tfcore" "$d/$name.cfg" "$d/$name" "$log/$name.log"
+}
 for san in thread address; do
     sd="$dir-$san"
     build "$sd" "$san" || continue
@@ -160,12 +199,23 @@ for san in thread address; do
     # thread each, so only the emulation's threads race (or do not)
     export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
     export ASAN_OPTIONS="detect_leaks=0:allocator_may_return_null=1"
+    export TFCORE_EMU_DEVICES=2 TFCORE_EMU_NCCL_TIMEOUT_S=300
     unit_tests "$sd" ".$san"
-    run "test_backend_cuda.$san" env top_builddir="$sd/tree" "$sd/test_backend_cuda"
-    op_cases "$sd" ".$san" test_backend_cuda_attention "${small_cases[@]}"
-    [ "$san" = address ] && op_cases "$sd" ".$san" test_backend_cuda_attention layernorm \
-        layernorm_aliasing
-    unset TFCORE_PLUGIN_PATH TSAN_OPTIONS ASAN_OPTIONS OMP_NUM_THREADS OPENBLAS_NUM_THREADS
+    if [ "$san" = thread ]; then
+        run "test_backend_cuda:runtime.$san" env top_builddir="$sd/tree" CK_RUN_CASE=runtime \
+            "$sd/test_backend_cuda"
+        op_cases "$sd" ".$san" test_backend_cuda_attention attention_eval attention_errors \
+            cross_entropy_bad_label
+        sanitized_train "train.fp16.nccl2.$san" "$sd" fp16 2
+    else
+        run "test_backend_cuda.$san" env top_builddir="$sd/tree" "$sd/test_backend_cuda"
+        op_cases "$sd" ".$san" test_backend_cuda_attention attention_eval attention_errors \
+            cross_entropy cross_entropy_bad_label layernorm layernorm_aliasing
+        sanitized_train "train.fp16.$san" "$sd" fp16 1
+        sanitized_train "train.fp32.nccl2.$san" "$sd" fp32 2
+    fi
+    unset TFCORE_PLUGIN_PATH TSAN_OPTIONS ASAN_OPTIONS OMP_NUM_THREADS OPENBLAS_NUM_THREADS \
+        TFCORE_EMU_DEVICES TFCORE_EMU_NCCL_TIMEOUT_S
 done
 
 echo "test-emulated-gpu.sh: $(($(date +%s) - start)) s; logs in $log"

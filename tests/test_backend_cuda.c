@@ -1293,13 +1293,18 @@ END_TEST
 static Suite *cuda_suite(void)
 {
     Suite *s = suite_create("backend_cuda");
-    TCase *tc = tcase_create("ops");
+    /* two cases, so CK_RUN_CASE=runtime runs the stream and memory checks
+     * alone (the emulated suite does, under ThreadSanitizer) */
+    TCase *tc = tcase_create("runtime");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_device);
     tcase_add_test(tc, test_memory);
     tcase_add_test(tc, test_out_of_memory);
     tcase_add_test(tc, test_streams_events);
     tcase_add_test(tc, test_config);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("ops");
+    tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_gemm);
     tcase_add_test(tc, test_gemm_no_k);
     tcase_add_test(tc, test_gemm_cublaslt_gelu);

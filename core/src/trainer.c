@@ -377,7 +377,9 @@ static tf_status optimizer_step(tf_trainer *t, const tf_lr_schedule *lrs, double
     float scale_before = t->pvt->loss_scale(t->prec);
     *skipped = t->pvt->update(t->prec, found_inf);
     *norm = NAN;
-    *lr_used = tf_lr_at(lrs, t->global_step);
+    /* the scheduler counts the optimizer steps that ran: Trainer does not
+     * step it when GradScaler skipped the optimizer step */
+    *lr_used = tf_lr_at(lrs, t->global_step - t->skipped_steps);
     if (!*skipped) {
         if (steps_here) {
             if ((st = clip_gradients(t, norm, err))) return st;
@@ -573,8 +575,8 @@ static tf_status run_loop(tf_trainer *t, tf_error *err)
                                (double)(t->global_step - prog.first) * (double)sp.total_train_batch_size);
             if (due(a->logging_strategy, sp.logging_steps, t->global_step, epoch_end) ||
                 (a->logging_first_step && t->global_step == 1)) {
-                if ((st = tf_log_step(t, &prog, log_loss / (double)log_steps, norm, tf_lr_at(&lrs, t->global_step),
-                                      epoch_f, err)))
+                if ((st = tf_log_step(t, &prog, log_loss / (double)log_steps, norm,
+                                      tf_lr_at(&lrs, t->global_step - t->skipped_steps), epoch_f, err)))
                     goto out;
                 log_loss = 0;
                 log_steps = 0;
