@@ -81,6 +81,9 @@ EXTRA_DIST += tests/test_file_safety.sh tests/fault_rename.c
 # models by Hugging Face name against a loopback hub (tests/hub_server.py)
 TESTS += tests/test_hub.sh
 EXTRA_DIST += tests/test_hub.sh tests/hub_server.py tests/hub_fixture.py
+# comm mpi across hosts: network namespaces as machines (tests/netns_hosts.sh)
+TESTS += tests/test_multihost.sh
+EXTRA_DIST += tests/test_multihost.sh tests/netns_hosts.sh
 # datasets by name (imdb, squad) against a loopback file server (tests/dataset_server.py)
 TESTS += tests/test_datasets.sh
 EXTRA_DIST += tests/test_datasets.sh tests/dataset_server.py tests/dataset_fixture.py
