@@ -84,6 +84,9 @@ EXTRA_DIST += tests/test_hub.sh tests/hub_server.py tests/hub_fixture.py
 # comm mpi across hosts: network namespaces as machines (tests/netns_hosts.sh)
 TESTS += tests/test_multihost.sh
 EXTRA_DIST += tests/test_multihost.sh tests/netns_hosts.sh
+# tfcore under a real one-node Slurm (srun, sbatch, scancel; tests/slurm_cluster.sh)
+TESTS += tests/test_slurm.sh
+EXTRA_DIST += tests/test_slurm.sh tests/slurm_cluster.sh
 # datasets by name (imdb, squad) against a loopback file server (tests/dataset_server.py)
 TESTS += tests/test_datasets.sh
 EXTRA_DIST += tests/test_datasets.sh tests/dataset_server.py tests/dataset_fixture.py
