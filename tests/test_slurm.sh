@@ -8,8 +8,11 @@
 #    (without it Open MPI's MPI_Init aborts the tasks);
 #  - sbatch of conf/slurm/srun-tasks.sbatch (1 node x 2 tasks): rank-prefixed
 #    lines in the job's file, and one file per rank with RANK_OUTPUT=1;
+#  - sbatch of conf/slurm/nodes.sbatch (on one node: 1 node x 2 tasks);
 #  - sbatch of conf/slurm/train.sbatch (tfcore once, mpirun inside the
 #    allocation);
+#  - every conf/slurm/*.sbatch passes bash -n and shellcheck (gpu-nccl.sbatch
+#    needs GPUs: only checked so);
 #  - scancel of a running srun job: every rank gets SIGTERM, rank 0 saves a
 #    checkpoint and the ranks exit with 75.
 # Skips (77) without the mpi plugin, or where the Slurm daemons are not
@@ -129,6 +132,16 @@ if [ "$end" = COMPLETED ] && grep -q "train_loss" "$tmp/tfcore-$job-rank0.out" &
     ok
     echo "ok: RANK_OUTPUT=1: tfcore-$job-rank0.out and tfcore-$job-rank1.out"
 else bad "sbatch RANK_OUTPUT=1: job $job $end"; tail -n 5 "$tmp"/tfcore-"$job"*; fi
+
+# --- sbatch conf/slurm/nodes.sbatch, its nodes x 1 task squeezed onto this one node ---
+cfg nodes2 8 "$mpi2"
+job=$(CONFIG="$tmp/nodes2.cfg" TFCORE="$tfcore" sbatch --parsable --nodes=1 --ntasks-per-node=2 --cpus-per-task=1 \
+    "$conf_dir/nodes.sbatch")
+end=$(wait_job "$job" 300)
+if [ "$end" = COMPLETED ] && grep -q '^\[rank 1\] ' "$tmp/tfcore-nodes-$job.out"; then
+    ok
+    same_params base nodes2
+else bad "sbatch nodes.sbatch: job $job $end"; tail -n 15 "$tmp/tfcore-nodes-$job.out"; fi
 
 # --- sbatch conf/slurm/train.sbatch: tfcore once, mpirun inside the allocation -------
 cfg trainb 8 "$mpi2"
