@@ -5,6 +5,10 @@
 #   . "$top_srcdir/tests/slurm_cluster.sh"
 #   slurm_cluster_up || exit 77    # prints why when it cannot
 #   srun -n 2 ...                  # SLURM_CONF points at the cluster
+#
+#   . "$top_srcdir/tests/netns_hosts.sh"   # several nodes: one per host
+#   netns_hosts_up 2 && slurm_cluster_up 2 || exit 77
+#   slurm_on_node0 srun -N 2 -n 2 ...       # the controller is on host 0
 #   (teardown runs on exit, on INT/TERM/HUP, and from a watcher if the test
 #   itself is SIGKILLed)
 #
@@ -14,6 +18,15 @@
 # its CPUs and memory; SlurmUser root; the controller, slurmd and srun ports
 # are picked free at random from 20000-59999, so a second cluster (another
 # test, another user) never clashes. Nothing listens beyond loopback.
+#
+# With N > 1 nodes (after netns_hosts_up N): node i's slurmd runs in host i's
+# network namespace (slurmctld with node 0), so srun's and MPI's traffic
+# between nodes crosses separate IP stacks. Nodes 1.. also get what separate
+# machines have: their own PID namespace (a pid means nothing on another
+# node), their own /tmp, and their own munged (munge refuses a credential
+# decoded twice by one munged, and every node decodes each job's). The
+# shared folder (SLURM_DIR, outside /tmp) stands in for a cluster's network
+# filesystem. Every node claims the machine's CPUs.
 
 slurm_cluster_down() {
     [ -n "${SLURM_DIR:-}" ] || return 0
@@ -21,14 +34,19 @@ slurm_cluster_down() {
         # jobs first, so their steps end before slurmd does
         timeout 10 scancel --full --quiet --user=root 2>/dev/null
     fi
-    for f in slurmd slurmctld munged; do
-        [ -f "$SLURM_DIR/$f.pid" ] && kill "$(cat "$SLURM_DIR/$f.pid")" 2>/dev/null
-    done
-    sleep 1
-    for f in slurmd slurmctld munged; do
-        [ -f "$SLURM_DIR/$f.pid" ] && kill -9 "$(cat "$SLURM_DIR/$f.pid")" 2>/dev/null
+    # the daemons of this machine's PID namespace (the slurmd of nodes 1.. write
+    # their own namespace's pids: never read those here)
+    for sig in TERM KILL; do
+        for f in "$SLURM_DIR"/slurmctld.pid "$SLURM_DIR/slurmd-${SLURM_NODE0:-}.pid" "$SLURM_DIR"/munged-*.pid; do
+            [ -f "$f" ] || continue
+            p=$(cat "$f")
+            [ "${p:-0}" -gt 1 ] 2>/dev/null && kill -$sig "$p" 2>/dev/null
+        done
+        [ $sig = TERM ] && sleep 1
     done
     [ -n "${SLURM_WATCHER:-}" ] && kill "$SLURM_WATCHER" 2>/dev/null
+    # slurmd of nodes 1.. live in the hosts' namespaces: netns_hosts_down ends them
+    command -v netns_hosts_down >/dev/null 2>&1 && netns_hosts_down
     [ -n "${KEEP:-}" ] || rm -rf "$SLURM_DIR"
     SLURM_DIR=
 }
@@ -56,8 +74,16 @@ sys.exit(1)
 PY
 }
 
-# slurm_cluster_up: start munged, slurmctld and slurmd; wait until the node is idle
+# slurm_on_node0 COMMAND...: run a client command where the controller is
+# (SLURM_ON_NODE0 is the same prefix, for `timeout 60 $SLURM_ON_NODE0 srun ...`)
+slurm_on_node0() {
+    $SLURM_ON_NODE0 "$@"
+}
+
+# slurm_cluster_up [N]: start munged, slurmctld and N slurmd (default 1);
+# wait until every node is idle
 slurm_cluster_up() {
+    nodes=${1:-1}
     if [ "$(id -u)" -ne 0 ]; then
         echo "slurm_cluster: not root (slurmd runs jobs as their users)"
         return 1
@@ -69,31 +95,70 @@ slurm_cluster_up() {
             return 1
         fi
     done
-    SLURM_DIR=$(mktemp -d /tmp/tfcore-slurm-XXXXXX) || return 1
+    if [ "$nodes" -gt 1 ] && [ "${NETNS_HOSTS:-0}" -lt "$nodes" ]; then
+        echo "slurm_cluster: $nodes nodes need netns_hosts_up $nodes first"
+        return 1
+    fi
+    # outside /tmp: nodes 1.. get a /tmp of their own
+    SLURM_DIR=$(mktemp -d /var/tmp/tfcore-slurm-XXXXXX) || return 1
+    SLURM_NODES=$nodes
+    SLURM_ON_NODE0=
+    node0=$(hostname -s)
+    if [ "$nodes" -gt 1 ]; then
+        SLURM_ON_NODE0="nsenter --net=/run/netns/$NETNS_HOST_NS_0"
+        node0=n0
+    fi
+    SLURM_NODE0=$node0
     trap 'slurm_cluster_down' EXIT
     trap 'slurm_cluster_down; exit 130' INT
     trap 'slurm_cluster_down; exit 143' TERM
     trap 'slurm_cluster_down; exit 129' HUP
     owner=$$
     setsid sh -c "while kill -0 $owner 2>/dev/null; do sleep 2; done
-        for f in slurmd slurmctld munged; do [ -f '$SLURM_DIR'/\$f.pid ] && kill -9 \$(cat '$SLURM_DIR'/\$f.pid); done
-        rm -rf '$SLURM_DIR'" >/dev/null 2>&1 </dev/null &
+        for f in '$SLURM_DIR'/slurmctld.pid '$SLURM_DIR'/slurmd-\$0.pid '$SLURM_DIR'/munged-*.pid; do
+            [ -f \$f ] && p=\$(cat \$f) && [ \$p -gt 1 ] && kill -9 \$p; done
+        rm -rf '$SLURM_DIR'" "$node0" >/dev/null 2>&1 </dev/null &
     SLURM_WATCHER=$!
     d=$SLURM_DIR
-    mkdir -p "$d/state" "$d/spool" "$d/munge" && chmod 700 "$d/munge"
-    # munge: a fresh key, its own socket
-    dd if=/dev/urandom of="$d/munge/munge.key" bs=1024 count=1 2>/dev/null && chmod 400 "$d/munge/munge.key"
-    /usr/sbin/munged --force --socket="$d/munge/socket" --key-file="$d/munge/munge.key" \
-        --pid-file="$d/munged.pid" --log-file="$d/munged.log" --seed-file="$d/munge/seed" 2>"$d/munged.err" ||
-        { echo "slurm_cluster: munged did not start: $(tail -n 2 "$d/munged.err" "$d/munged.log" 2>/dev/null | tr '\n' ' ')"; return 1; }
+    # node i's private folder: its munged socket and PMIx's client folders;
+    # node 0 uses d/node itself, node i's d/node-i is mounted over it there
+    mkdir -p "$d/state" "$d/spool" "$d/keys" "$d/node/pmix" && chmod 700 "$d/keys" "$d/node"
+    dd if=/dev/urandom of="$d/keys/munge.key" bs=1024 count=1 2>/dev/null && chmod 400 "$d/keys/munge.key"
+    i=0
+    while [ $i -lt "$nodes" ]; do
+        own="$d/node"
+        [ $i -gt 0 ] && own="$d/node-$i" && mkdir -p "$own/pmix" "$own/tmp" && chmod 700 "$own" && chmod 1777 "$own/tmp"
+        /usr/sbin/munged --force --socket="$own/munge.socket" --key-file="$d/keys/munge.key" \
+            --pid-file="$d/munged-$i.pid" --log-file="$d/munged-$i.log" --seed-file="$own/munge.seed" 2>"$d/munged-$i.err" ||
+            { echo "slurm_cluster: munged did not start: $(tail -n 2 "$d/munged-$i.err" "$d/munged-$i.log" 2>/dev/null | tr '\n' ' ')"; return 1; }
+        i=$((i + 1))
+    done
     port=$(slurm_free_ports 2) || { echo "slurm_cluster: no free ports"; return 1; }
     srunport=$(slurm_free_ports 20) || { echo "slurm_cluster: no free ports for srun"; return 1; }
-    node=$(hostname -s)
+    host=$(hostname -s)
     cpus=$(nproc)
-    mem=$(awk '/^MemTotal/ {printf "%d", $2 / 1024 / 2}' /proc/meminfo) # half: the machine is shared
+    mem=$(awk -v n="$nodes" '/^MemTotal/ {printf "%d", $2 / 1024 / 2 / n}' /proc/meminfo) # half: the machine is shared
+    if [ "$nodes" -gt 1 ]; then
+        ctl_addr=$NETNS_HOST_IP_0
+        node_lines=
+        names=
+        i=0
+        while [ $i -lt "$nodes" ]; do
+            eval "addr=\$NETNS_HOST_IP_$i"
+            node_lines="${node_lines}NodeName=n$i NodeAddr=$addr CPUs=$cpus RealMemory=$mem State=UNKNOWN
+"
+            names="$names${names:+,}n$i"
+            i=$((i + 1))
+        done
+    else
+        ctl_addr=127.0.0.1
+        node_lines="NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem State=UNKNOWN
+"
+        names=$host
+    fi
     cat >"$d/slurm.conf" <<CONF
 ClusterName=tfcoretest
-SlurmctldHost=$node(127.0.0.1)
+SlurmctldHost=$host($ctl_addr)
 SlurmctldPort=$port
 SlurmdPort=$((port + 1))
 SrunPortRange=$srunport-$((srunport + 19))
@@ -101,13 +166,13 @@ SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
-AuthInfo=socket=$d/munge/socket
+AuthInfo=socket=$d/node/munge.socket
 StateSaveLocation=$d/state
 SlurmdSpoolDir=$d/spool/%n
 SlurmctldPidFile=$d/slurmctld.pid
-SlurmdPidFile=$d/slurmd.pid
+SlurmdPidFile=$d/slurmd-%n.pid
 SlurmctldLogFile=$d/slurmctld.log
-SlurmdLogFile=$d/slurmd.log
+SlurmdLogFile=$d/slurmd-%n.log
 SlurmctldDebug=info
 SlurmdDebug=info
 ProctrackType=proctrack/linuxproc
@@ -122,27 +187,46 @@ ReturnToService=2
 KillWait=10
 InactiveLimit=0
 MinJobAge=300
-NodeName=$node NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem State=UNKNOWN
-PartitionName=test Nodes=$node Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
+${node_lines}PartitionName=test Nodes=$names Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 CONF
+    # PMIx's client folders in the node's own folder (two nodes' steps would clash in one /tmp)
+    echo "PMIxCliTmpDirBase=$d/node/pmix" >"$d/mpi.conf"
     SLURM_CONF="$d/slurm.conf"
     export SLURM_CONF
-    /usr/sbin/slurmctld -i >"$d/slurmctld.err" 2>&1 ||
+    slurm_on_node0 /usr/sbin/slurmctld -i >"$d/slurmctld.err" 2>&1 ||
         { echo "slurm_cluster: slurmctld did not start: $(tail -n 3 "$d/slurmctld.log" "$d/slurmctld.err" 2>/dev/null | tr '\n' ' ')"; return 1; }
-    /usr/sbin/slurmd -N "$node" >"$d/slurmd.err" 2>&1 ||
-        { echo "slurm_cluster: slurmd did not start: $(tail -n 3 "$d/slurmd.log" "$d/slurmd.err" 2>/dev/null | tr '\n' ' ')"; return 1; }
+    if [ "$nodes" -gt 1 ]; then
+        mkdir -p "$d/spool/n0"
+        slurm_on_node0 /usr/sbin/slurmd -N n0 >"$d/slurmd-n0.err" 2>&1 ||
+            { echo "slurm_cluster: slurmd n0 did not start: $(tail -n 3 "$d/slurmd-n0.log" 2>/dev/null | tr '\n' ' ')"; return 1; }
+        i=1
+        while [ $i -lt "$nodes" ]; do
+            mkdir -p "$d/spool/n$i"
+            eval "ns=\$NETNS_HOST_NS_$i"
+            # nsenter, not ip netns exec: that remounts /sys, without the cgroup
+            # folder slurmd's init reads; slurmd in the foreground is the new PID
+            # namespace's first process, ended with the namespace
+            nsenter --net="/run/netns/$ns" unshare --mount --propagation private --pid --fork --mount-proc \
+                sh -c "mount --bind '$d/node-$i' '$d/node' && mount --bind '$d/node-$i/tmp' /tmp &&
+                       exec /usr/sbin/slurmd -D -N n$i" >"$d/slurmd-n$i.err" 2>&1 </dev/null &
+            i=$((i + 1))
+        done
+    else
+        /usr/sbin/slurmd -N "$host" >"$d/slurmd.err" 2>&1 ||
+            { echo "slurm_cluster: slurmd did not start: $(tail -n 3 "$d/slurmd-$host.log" "$d/slurmd.err" 2>/dev/null | tr '\n' ' ')"; return 1; }
+    fi
     i=0
     while [ $i -lt 60 ]; do
-        state=$(timeout 5 sinfo -h -N -o %t 2>/dev/null)
-        [ "$state" = idle ] && break
+        state=$(timeout 5 $SLURM_ON_NODE0 sinfo -h -N -o %t 2>/dev/null | sort -u | tr '\n' ' ')
+        [ "$state" = "idle " ] && break
         sleep 0.5
         i=$((i + 1))
     done
-    if [ "$state" != idle ]; then
-        echo "slurm_cluster: node $node is '${state:-unknown}', not idle, after 30 s: $(tail -n 3 "$d/slurmd.log" | tr '\n' ' ')"
+    if [ "$state" != "idle " ]; then
+        echo "slurm_cluster: nodes are '${state:-unknown}', not idle, after 30 s: $(tail -q -n 2 "$d"/slurmd*.log "$d"/slurmd*.err 2>/dev/null | tr '\n' ' ')"
         return 1
     fi
-    SLURM_NODE=$node
+    SLURM_NODE=$host
     SLURM_CPUS=$cpus
     return 0
 }

@@ -154,11 +154,16 @@ void tf_launch_hint_cpu_config(const char *config_file, tf_error *err)
     snprintf(err->msg + len, sizeof err->msg - len, "; on this machine run %.300s instead", cpu);
 }
 
-/* comm.mpirun_args places ranks on other machines: this one's device count
- * says nothing about them. */
+/* mpirun places ranks on other machines — comm.mpirun_args names hosts, or
+ * it runs inside a Slurm allocation of several nodes (Open MPI reads the
+ * allocation and starts ranks on all of them) — so this machine's device
+ * count says nothing about them, and they can see neither this machine's
+ * /tmp nor its process ids. */
 static bool mpirun_names_hosts(const tf_plan *plan)
 {
     const char *extra = plan->comm.mpirun_args ? plan->comm.mpirun_args : "";
+    int nodes;
+    if ((env_int("SLURM_JOB_NUM_NODES", &nodes) || env_int("SLURM_NNODES", &nodes)) && nodes > 1) return true;
     return strstr(extra, "--host") || strstr(extra, "-H ") || strstr(extra, "hostfile");
 }
 
