@@ -5,6 +5,9 @@
 #   scripts/install-deps.sh            # build + test dependencies, and the
 #                                      # Python reference environment
 #   scripts/install-deps.sh --no-python  # only the C toolchain and libraries
+#   scripts/install-deps.sh --slurm      # also Slurm and munge, for
+#                                        # tests/test_slurm.sh (a one-node
+#                                        # cluster the test starts and stops)
 #
 # The Python reference environment (torch, transformers, tokenizers, ...)
 # lives in a virtualenv at $TFCORE_VENV (default ~/.cache/tfcore/venv),
@@ -12,10 +15,12 @@
 set -euo pipefail
 
 want_python=1
+want_slurm=0
 for a in "$@"; do
     case "$a" in
         --no-python) want_python=0 ;;
-        -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+        --slurm) want_slurm=1 ;;
+        -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
         *) echo "install-deps.sh: unknown option '$a' (try --help)" >&2; exit 2 ;;
     esac
 done
@@ -38,6 +43,11 @@ packages=(
 )
 if [ "$want_python" = 1 ]; then
     packages+=(python3 python3-venv python3-torch)  # the reference tests' torch (CPU build)
+fi
+
+if [ "$want_slurm" = 1 ]; then
+    # the daemons are started by the test, not at install (policy-rc.d or no init)
+    packages+=(slurmctld slurmd slurm-client munge)
 fi
 
 missing=()

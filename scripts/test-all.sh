@@ -16,7 +16,7 @@ jobs="${JOBS:-$(nproc)}"
 quick=0
 [ "${1:-}" = "--quick" ] && quick=1
 
-"$top/scripts/install-deps.sh"
+"$top/scripts/install-deps.sh" --slurm # Slurm and munge: tests/test_slurm.sh
 export TFCORE_PYTHON="${TFCORE_PYTHON:-$("$top/scripts/setup-python.sh" | tail -n 1)}"
 [ -x "$top/configure" ] || "$top/autogen.sh"
 

@@ -103,6 +103,15 @@ EXTRA_DIST += tests/test_plugin_keys.sh scripts/plugin-readme-keys.sh
 # models by Hugging Face name against a loopback hub (tests/hub_server.py)
 TESTS += tests/test_hub.sh
 EXTRA_DIST += tests/test_hub.sh tests/hub_server.py tests/hub_fixture.py
+# comm mpi across hosts: network namespaces as machines (tests/netns_hosts.sh)
+TESTS += tests/test_multihost.sh
+EXTRA_DIST += tests/test_multihost.sh tests/netns_hosts.sh
+# tfcore under a real one-node Slurm (srun, sbatch, scancel; tests/slurm_cluster.sh)
+TESTS += tests/test_slurm.sh
+EXTRA_DIST += tests/test_slurm.sh tests/slurm_cluster.sh
+# two Slurm nodes in two network namespaces (srun across them; mpirun inside a 2-node allocation)
+TESTS += tests/test_slurm_nodes.sh
+EXTRA_DIST += tests/test_slurm_nodes.sh
 # datasets by name (imdb, squad) against a loopback file server (tests/dataset_server.py)
 TESTS += tests/test_datasets.sh
 EXTRA_DIST += tests/test_datasets.sh tests/dataset_server.py tests/dataset_fixture.py

@@ -84,6 +84,7 @@ typedef struct external_env {
     bool found;
     int rank, size, local_rank, local_size;
     const char *source; /* which variables said so */
+    bool slurm_only;    /* an srun step that gave its tasks no PMI or PMIx wiring */
 } external_env;
 
 static void read_external_env(external_env *e)
@@ -106,6 +107,8 @@ static void read_external_env(external_env *e)
         const char *tpn = getenv("SLURM_STEP_TASKS_PER_NODE");
         e->local_size = tpn ? atoi(tpn) : 0;
         if (e->local_size < 1) e->local_size = e->size;
+        /* srun --mpi=pmix sets PMIX_RANK (the one Open MPI 4.1 reads); --mpi=none sets neither */
+        e->slurm_only = !getenv("PMIX_RANK");
     } else {
         return;
     }
@@ -266,11 +269,16 @@ void tf_launch_hint_cpu_config(const char *config_file, tf_error *err)
     snprintf(err->msg + len, sizeof err->msg - len, "; on this machine run %.300s instead", cpu);
 }
 
-/* comm.mpirun_args places ranks on other machines: this one's device count
- * says nothing about them. */
+/* mpirun places ranks on other machines — comm.mpirun_args names hosts, or
+ * it runs inside a Slurm allocation of several nodes (Open MPI reads the
+ * allocation and starts ranks on all of them) — so this machine's device
+ * count says nothing about them, and they can see neither this machine's
+ * /tmp nor its process ids. */
 static bool mpirun_names_hosts(const tf_plan *plan)
 {
     const char *extra = plan->comm.mpirun_args ? plan->comm.mpirun_args : "";
+    int nodes;
+    if ((env_int("SLURM_JOB_NUM_NODES", &nodes) || env_int("SLURM_NNODES", &nodes)) && nodes > 1) return true;
     return strstr(extra, "--host") || strstr(extra, "-H ") || strstr(extra, "hostfile");
 }
 
@@ -1018,6 +1026,14 @@ tf_status tf_launch_train(const tf_plan *plan, int argc, char **argv, tf_error *
                             "%s: comm '%s' runs its workers as threads of one process; start tfcore once, not "
                             "under %s",
                             tf_cfg_where(cs, "plugin"), cp->desc->name, e.source);
+    if (external && mode == TF_LAUNCH_EXTERNAL && e.slurm_only) {
+        const char *type = getenv("SLURM_MPI_TYPE");
+        return tf_error_set(err, TF_ERR_CONFIG,
+                            "started as rank %d of %d by `srun --mpi=%s`, which gives the ranks no PMIx: comm '%s' "
+                            "cannot connect the ranks; run `srun --mpi=pmix` (`srun --mpi=list` shows what this "
+                            "Slurm offers), or set MpiDefault=pmix in slurm.conf",
+                            e.rank, e.size, type && *type ? type : "none", cp->desc->name);
+    }
     if (external && e.size != world)
         return tf_error_set(err, TF_ERR_CONFIG, "%s: %s started %d ranks, but comm.world_size is %d",
                             tf_cfg_where(cs, "world_size"), e.source, e.size, world);

@@ -1,0 +1,161 @@
+#!/bin/sh
+# comm mpi across hosts: network namespaces stand in for machines
+# (tests/netns_hosts.sh), each with its own IP stack, joined by veth pairs on
+# a bridge; mpirun reaches the other host through its remote-launch agent (a
+# script entering the namespace, no ssh) and the ranks all-reduce over TCP.
+#  - 2 hosts x 1 rank (hosts named with --host in comm.mpirun_args) and
+#    2 hosts x 2 ranks (named in a hostfile) end with one worker's parameters
+#    (1e-5 relative, dropout off, same global batch);
+#  - a run resumed on both hosts from a checkpoint ends bit-identical to the
+#    uninterrupted one;
+#  - a rank killed on the second host, and the second host's link cut, end the
+#    job non-zero with a line naming the host and rank, in bounded time.
+# Skips (77) without the mpi plugin or where network namespaces cannot be made.
+set -u
+: "${top_builddir:?}" "${top_srcdir:?}"
+tfcore="$top_builddir/core/tfcore"
+diff_tool="$top_builddir/tests/params_diff"
+LSAN_OPTIONS="suppressions=$top_srcdir/tests/data/comm-mpi/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
+OMPI_MCA_mca_base_component_disable_dlclose=1
+export LSAN_OPTIONS ASAN_OPTIONS OMPI_MCA_mca_base_component_disable_dlclose
+unset OMPI_MCA_btl # the transports are the job's own: tcp,self
+
+if ! "$tfcore" plugins 2>/dev/null | grep -Eq "^ *comm +mpi "; then
+    echo "test_multihost: SKIP: comm plugin mpi not built (no Open MPI)"
+    exit 77
+fi
+. "$top_srcdir/tests/netns_hosts.sh"
+if ! netns_hosts_up 2; then # it said why
+    echo "test_multihost: SKIP: network namespaces cannot be made here"
+    netns_hosts_down
+    exit 77
+fi
+h0=$NETNS_HOST_IP_0
+h1=$NETNS_HOST_IP_1
+tmp=$NETNS_DIR # removed with the fixture
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+
+# cfg NAME PER_DEVICE [COMM_SECTION]: bert-tiny without dropout, 3 steps
+cfg() {
+    cat >"$tmp/$1.cfg" <<CFG
+model = { plugin = "bert"; preset = "bert-tiny"; task = "classification"; num_labels = 2;
+          max_position_embeddings = 64; hidden_dropout_prob = 0.0; attention_probs_dropout_prob = 0.0; };
+data = { plugin = "synthetic"; task = "classification"; num_labels = 2; seq_len = 32;
+         num_examples = 96; eval_examples = 0; learnable = true; };
+backend = { plugin = "cpu"; threads = 1; };
+training = { output_dir = "$tmp/$1"; max_steps = ${STEPS:-3}; per_device_train_batch_size = $2;
+             gradient_accumulation_steps = 1; learning_rate = 5e-5; warmup_steps = 0;
+             weight_decay = 0.01; logging_steps = 1; eval_strategy = "no"; save_strategy = "no"; seed = 11; };
+${3:-}
+CFG
+}
+# mpi WORLD HOSTS_ARGS: a comm section naming the hosts
+mpi() {
+    printf 'comm = { plugin = "mpi"; world_size = %s; mpirun_args = "%s --display-map %s"; };' \
+        "$1" "$2" "$NETNS_MPIRUN_ARGS"
+}
+# on_host0 LIMIT NAME: tfcore -c NAME.cfg started on host 0 (mpirun runs there)
+on_host0() {
+    timeout "$1" ip netns exec "$NETNS_HOST_NS_0" "$tfcore" -c "$tmp/$2.cfg" >"$tmp/$2.out" 2>&1
+}
+same_params() { # A B
+    if out=$("$diff_tool" "$tmp/$1/model.safetensors" "$tmp/$2/model.safetensors" 1e-5); then
+        ok
+        echo "ok: $2 has $1's parameters ($out)"
+    else bad "$2 differs from $1: $out"; fi
+}
+# spans NAME RANKS: mpirun's map put RANKS ranks on host 1 (host 0, where
+# mpirun runs, is listed under the machine's name)
+spans() {
+    if grep -q "Data for node: $h1.*Num procs: $2\$" "$tmp/$1.out"; then ok; else
+        bad "$1: mpirun's map does not show $2 ranks on $h1"; tail -n 30 "$tmp/$1.out"; fi
+}
+
+cfg base 16
+if timeout 300 "$tfcore" -c "$tmp/base.cfg" >"$tmp/base.out" 2>&1; then ok; else
+    bad "one worker: exit $?"; tail -n 20 "$tmp/base.out"; fi
+
+# --- 2 hosts x 1 rank, hosts named with --host ------------------------------------
+cfg hosts2x1 8 "$(mpi 2 "--host $h0:1,$h1:1")"
+if on_host0 300 hosts2x1; then
+    ok
+    spans hosts2x1 1
+    same_params base hosts2x1
+else bad "2 hosts x 1 rank: exit $?"; tail -n 30 "$tmp/hosts2x1.out"; fi
+
+# --- 2 hosts x 2 ranks, hosts named in a hostfile -----------------------------------
+printf '%s slots=2\n%s slots=2\n' "$h0" "$h1" >"$tmp/hostfile"
+cfg hosts2x2 4 "$(mpi 4 "--hostfile $tmp/hostfile")"
+if on_host0 300 hosts2x2; then
+    ok
+    spans hosts2x2 2
+    same_params base hosts2x2
+else bad "2 hosts x 2 ranks (hostfile): exit $?"; tail -n 30 "$tmp/hosts2x2.out"; fi
+
+# --- resume across hosts: a checkpoint rank 0 wrote, every rank reads --------------
+STEPS=4 cfg ckpt 8 "$(mpi 2 "--host $h0:1,$h1:1")"
+sed -i 's/save_strategy = "no";/save_strategy = "steps"; save_steps = 2;/' "$tmp/ckpt.cfg"
+if on_host0 300 ckpt &&
+    timeout 300 ip netns exec "$NETNS_HOST_NS_0" "$tfcore" -c "$tmp/ckpt.cfg" -o training.output_dir="\"$tmp/resumed\"" \
+        -o training.resume_from_checkpoint="\"$tmp/ckpt/checkpoint-2\"" >"$tmp/resumed.out" 2>&1 &&
+    out=$("$diff_tool" "$tmp/ckpt/model.safetensors" "$tmp/resumed/model.safetensors" 0); then
+    ok
+    echo "ok: resumed across hosts from checkpoint-2 to the uninterrupted run's parameters ($out)"
+else
+    bad "resume across hosts from checkpoint-2 did not end where the uninterrupted run did: ${out:-}"
+    tail -n 10 "$tmp/ckpt.out" "$tmp/resumed.out"
+fi
+
+# --- failures on the second host end the job --------------------------------------
+# start NAME: a long job on both hosts, in the background, until it trains
+start_long() {
+    STEPS=100000 cfg "$1" 8 "$(mpi 2 "--host $h0:1,$h1:1")"
+    timeout 120 ip netns exec "$NETNS_HOST_NS_0" "$tfcore" -c "$tmp/$1.cfg" >"$tmp/$1.out" 2>&1 &
+    job=$!
+    i=0
+    while [ $i -lt 600 ] && ! grep -q "'loss'" "$tmp/$1.out" 2>/dev/null; do sleep 0.2; i=$((i + 1)); done
+    t0=$(date +%s)
+}
+# rank_on_host1 NAME: the pid of the tfcore rank in host 1's namespace
+rank_on_host1() {
+    for p in $(ip netns pids "$NETNS_HOST_NS_1"); do
+        tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q "$tmp/$1.cfg" && echo "$p"
+    done
+}
+# ended NAME WHAT PATTERN: the job ended non-zero (not by the test's timeout)
+# within 90 s, with a line matching PATTERN
+ended() {
+    wait "$job"
+    rc=$?
+    t=$(($(date +%s) - t0))
+    if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $t -le 90 ] && grep -Eq "$3" "$tmp/$1.out"; then
+        ok
+        echo "ok: $2: exit $rc after ${t}s: $(grep -Em1 "$3" "$tmp/$1.out")"
+    else
+        bad "$2: exit $rc after ${t}s (124: the test's timeout), wanted a line matching '$3'"
+        tail -n 25 "$tmp/$1.out"
+    fi
+}
+
+start_long kill1
+pid=$(rank_on_host1 kill1)
+if [ -n "$pid" ]; then
+    kill -9 $pid
+    ended kill1 "rank 1 killed on $h1" "rank 1 .*on node $h1.*(signal 9|Killed)"
+else
+    bad "no rank of kill1 found on host 1 ($NETNS_HOST_NS_1)"
+    tail -n 20 "$tmp/kill1.out"
+    kill "$job" 2>/dev/null
+    wait "$job"
+fi
+
+start_long cut1
+netns_hosts_link_down 1
+ended cut1 "link of $h1 cut" "Remote daemon: .* on node $h1"
+
+echo "test_multihost: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
