@@ -1,6 +1,5 @@
 /* cli_main.c — `tfcore`: the verb dispatcher, --help and --version. */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdio_ext.h>

@@ -1,10 +1,7 @@
 /* trainer.c — setting a worker up and the optimizer-step loop (trainer.h). */
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "lr_schedule.h"
