@@ -8,8 +8,9 @@ core_libtfcore_la_SOURCES += \
 	core/src/config_dump.c \
 	core/src/config_syntax.c \
 	core/src/config_suggest.c \
-	core/src/config_keys.c \
-	core/src/training_args.c core/src/training_args.h
+	core/src/config_keys.c
+# the training section is read by the trainer: the private runtime
+core_libtfcore_runtime_la_SOURCES += core/src/training_args.c core/src/training_args.h
 
 if HAVE_CHECK
 check_PROGRAMS += tests/test_config tests/test_training_args

@@ -14,8 +14,14 @@ endif
 
 if HAVE_CHECK
 check_PROGRAMS += tests/test_hub_parse
-tests_test_hub_parse_SOURCES = tests/test_hub_parse.c
+# the hub module's helpers are private to libtfcore.so: the test compiles its own copy
+tests_test_hub_parse_SOURCES = tests/test_hub_parse.c core/src/hub_parse.c \
+	core/src/hub_cache.c core/src/hub_download.c
 tests_test_hub_parse_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_test_hub_parse_LDADD = $(TEST_LDADD)
+if HAVE_CURL
+tests_test_hub_parse_CPPFLAGS += -DTF_HAVE_LIBCURL=1 $(LIBCURL_CFLAGS) $(LIBCRYPTO_CFLAGS)
+tests_test_hub_parse_LDADD += $(LIBCURL_LIBS) $(LIBCRYPTO_LIBS)
+endif
 TESTS += tests/test_hub_parse
 endif

@@ -1,8 +1,10 @@
 # core/parallel.mk — a job of several workers: who each worker is
 # (worker.h), how they are started and stopped together (launch.c), the
 # trainer's collectives (trainer_comm.c) and DDP's overlapped gradient
-# buckets (grad_buckets.c), the collectives' flight recorder (comm_recorder.c). The comm plugins themselves live in plugins/comm-*.
-core_libtfcore_la_SOURCES += \
+# buckets (grad_buckets.c), the collectives' flight recorder (comm_recorder.c),
+# all in the private runtime (core/local.mk). The comm plugins themselves live
+# in plugins/comm-*.
+core_libtfcore_runtime_la_SOURCES += \
 	core/src/worker.h \
 	core/src/launch.c core/src/launch.h \
 	core/src/stop_signal.c core/src/stop_signal.h \

@@ -7,6 +7,7 @@
 core_libtfcore_la_SOURCES += \
 	core/src/tokenizer_internal.h \
 	core/src/tokenizer_unicode.c core/src/tokenizer_unicode_tables.h \
+	core/src/tokenizer_grow.c \
 	core/src/tokenizer_vocab.c \
 	core/src/tokenizer_config.c \
 	core/src/tokenizer_normalize.c \

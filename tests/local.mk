@@ -9,7 +9,7 @@
 #                         TESTS += tests/test_foo
 TEST_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/core/src $(CHECK_CFLAGS) \
 	$(LIBCONFIG_CFLAGS) $(JANSSON_CFLAGS) $(UTF8PROC_CFLAGS)
-TEST_LDADD = core/libtfcore.la $(CHECK_LIBS) $(JANSSON_LIBS) $(LIBCONFIG_LIBS) $(UTF8PROC_LIBS)
+TEST_LDADD = $(TFCORE_RUNTIME_LIBS) $(CHECK_LIBS) $(JANSSON_LIBS) $(LIBCONFIG_LIBS) $(UTF8PROC_LIBS)
 
 EXTRA_DIST += tests/ref/run-python.sh tests/fuzz
 
@@ -24,6 +24,9 @@ TESTS += tests/test_abi tests/test_registry
 EXTRA_DIST += tests/plugins/test_plugin.c
 TESTS += tests/test_plugin_template.sh
 EXTRA_DIST += tests/test_plugin_template.sh
+# libtfcore.so exports exactly what the public headers declare (the SDK)
+TESTS += tests/test_exports.sh
+EXTRA_DIST += tests/test_exports.sh
 
 check_PROGRAMS += tests/test_schedule
 tests_test_schedule_SOURCES = tests/test_schedule.c

@@ -13,6 +13,10 @@
 #     huggingface_hub's lock on a blob holds tfcore back
 #  6. offline with an empty cache: one line naming the model and the fix
 #  7. the cache folder is huggingface_hub's for HF_HUB_CACHE, HF_HOME, XDG_CACHE_HOME, HOME
+#  8. a sharded repo (no model.safetensors, an index and its shards): tfcore
+#     fetches the same snapshot as huggingface_hub, trains from either cache
+#     offline, and from_pretrained reads tfcore's; an index naming a shard
+#     outside the snapshot ('..', '/') is refused with one line, nothing fetched
 # Skipped (77) when the Python venv lacks huggingface_hub/transformers/torch
 # or tfcore was built without libcurl.
 set -u
@@ -254,6 +258,58 @@ t1=$(date +%s.%N)
 wait $lockpid
 [ $rc -eq 0 ] && "$py" -c "import sys; sys.exit(0 if float(sys.argv[2]) - float(sys.argv[1]) > 1.0 else 1)" "$t0" "$t1" \
     && ok || bad "tfcore did not wait for huggingface_hub's lock (rc $rc, $t0 .. $t1)"
+stop_server
+
+# 8. a sharded repo: the index and each shard it names, as huggingface_hub fetches them
+start_server shard
+smodel="models--org--sharded"
+dl "$tmp/c15" org/sharded && ok || { bad "sharded download"; cat "$tmp/err"; }
+snap15=$(cat "$tmp/out")
+HF_ENDPOINT="$endpoint" HF_HUB_CACHE="$tmp/c16" timeout 120 "$py" -c "
+from huggingface_hub import snapshot_download
+print(snapshot_download('org/sharded'))" >"$tmp/py.out" 2>"$tmp/py.err" && ok \
+    || { bad "huggingface_hub snapshot_download of the sharded repo"; cat "$tmp/py.err"; }
+"$py" - "$tmp/c15/$smodel" "$tmp/c16/$smodel" "$tmp/root/org/sharded" <<'PY' && ok || bad "sharded snapshots differ"
+import os, sys
+def tree(root, sub):
+    out = {}
+    for d, _, files in os.walk(os.path.join(root, sub)):
+        for n in files:
+            p = os.path.join(d, n)
+            out[os.path.relpath(p, root)] = os.readlink(p) if os.path.islink(p) else open(p, "rb").read()
+    return out
+a, b = sys.argv[1], sys.argv[2]
+for sub in ("snapshots", "blobs", "refs"):
+    assert tree(a, sub) == tree(b, sub), (sub, sorted(set(tree(a, sub)) ^ set(tree(b, sub))))
+snap = os.path.join(a, "snapshots", os.listdir(os.path.join(a, "snapshots"))[0])
+names = sorted(os.listdir(snap))
+assert "model.safetensors" not in names and "model.safetensors.index.json" in names, names
+for n in os.listdir(sys.argv[3]):
+    assert open(os.path.join(snap, n), "rb").read() == open(os.path.join(sys.argv[3], n), "rb").read(), n
+PY
+HF_HUB_OFFLINE=1 HF_HUB_CACHE="$tmp/c15" timeout 120 "$py" - "$tmp/root/org/tiny-bert" >"$tmp/tf.out" 2>&1 <<'PY' \
+    && ok || { bad "from_pretrained of the sharded model from tfcore's cache"; cat "$tmp/tf.out"; }
+import sys, torch
+from transformers import AutoModelForSequenceClassification, AutoTokenizer
+a = AutoModelForSequenceClassification.from_pretrained("org/sharded", local_files_only=True)
+b = AutoModelForSequenceClassification.from_pretrained(sys.argv[1])
+ids = AutoTokenizer.from_pretrained("org/sharded")("the movie was good", return_tensors="pt")
+with torch.no_grad():
+    assert torch.equal(a(**ids).logits, b(**ids).logits)
+PY
+for c in c15 c16; do
+    HF_HUB_OFFLINE=1 HF_ENDPOINT=http://127.0.0.1:9 HF_HUB_CACHE="$tmp/$c" timeout 120 "$tfcore" -c "$tmp/run.cfg" \
+        -o model.pretrained='"org/sharded"' -o training.output_dir="\"$tmp/run-$c\"" >"$tmp/run.out" 2>&1 \
+        && [ -s "$tmp/run-$c/results.json" ] && ok || { bad "offline run of org/sharded from $c"; cat "$tmp/run.out"; }
+done
+# an index naming a shard outside the snapshot: one line, exit 5, no shard fetched, no index kept
+for r in bad-index-dots bad-index-slash; do
+    dl "$tmp/c17" "org/$r"; [ $? -eq 5 ] && ok || bad "$r exit code"
+    one_line "$r" "model.safetensors.index.json: weight_map\['bert.pooler.dense.bias'\] = '[./a-z]*evil.safetensors' is not a plain file name; refused"
+    [ -z "$(find "$tmp/c17" -name 'evil*')" ] && [ -z "$(find "$tmp/c17/models--org--$r/snapshots" -name 'model.safetensors*')" ] \
+        && [ ! -e "$tmp/c17/models--org--$r/refs/main" ] && ok || bad "$r left files: $(find "$tmp/c17" | grep -v locks)"
+done
+[ "$(grep -c evil "$tmp/shard.log")" -eq 0 ] && ok || bad "a refused shard was requested"
 stop_server
 
 # 7. the cache folder: the same as huggingface_hub's for each way of naming it

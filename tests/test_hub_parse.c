@@ -6,6 +6,7 @@
  * huggingface_hub's own functions.
  */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -194,6 +195,47 @@ START_TEST(environment)
 }
 END_TEST
 
+/* parse TEXT as an index: status, and (on success) the names joined by ' ' */
+static tf_status shards(const char *text, char *joined, size_t n, tf_error *err)
+{
+    char **names;
+    size_t k;
+    joined[0] = '\0';
+    tf_status st = hub_index_shards(text, strlen(text), "index.json", &names, &k, err);
+    if (st) return st;
+    for (size_t i = 0; i < k; i++)
+        snprintf(joined + strlen(joined), n - strlen(joined), "%s%s", i ? " " : "", names[i]);
+    hub_shards_free(names, k);
+    return TF_OK;
+}
+
+START_TEST(index_shards)
+{
+    tf_error err = {0};
+    char j[256];
+    ck_assert_int_eq(shards("{\"metadata\": {}, \"weight_map\": {\"a\": \"m-2.safetensors\", "
+                            "\"b\": \"m-1.safetensors\", \"c\": \"m-2.safetensors\"}}", j, sizeof j, &err),
+                     TF_OK);
+    ck_assert_str_eq(j, "m-1.safetensors m-2.safetensors");
+    const char *bad[] = {"../m.safetensors", "sub/m.safetensors", "..", ".", "", "/etc/passwd",
+                         "a\\\\b", "a\\nb"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char text[128];
+        snprintf(text, sizeof text, "{\"weight_map\": {\"t\": \"%s\"}}", bad[i]);
+        ck_assert_int_eq(shards(text, j, sizeof j, &err), TF_ERR_DATA);
+        ck_assert_msg(strstr(err.msg, "index.json: weight_map['t'] = '") && strstr(err.msg, "is not a plain file name; refused"),
+                      "%s: %s", bad[i], err.msg);
+    }
+    ck_assert_int_eq(shards("{\"weight_map\": {}}", j, sizeof j, &err), TF_ERR_DATA);
+    ck_assert_str_eq(err.msg, "index.json: no \"weight_map\" object naming each tensor's shard");
+    ck_assert_int_eq(shards("{\"weight_map\": {\"t\": 3}}", j, sizeof j, &err), TF_ERR_DATA);
+    ck_assert_str_eq(err.msg, "index.json: weight_map['t'] is not a string");
+    ck_assert_int_eq(shards("{\"weight_map\": {\"t\": \"a\", \"t\": \"b\"}}", j, sizeof j, &err), TF_ERR_DATA);
+    ck_assert_int_eq(shards("[1,", j, sizeof j, &err), TF_ERR_DATA);
+    ck_assert(strncmp(err.msg, "index.json:1:", 13) == 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("hub_parse");
@@ -203,6 +245,7 @@ int main(void)
     tcase_add_test(tc, refs_and_revisions);
     tcase_add_test(tc, repo_ids);
     tcase_add_test(tc, environment);
+    tcase_add_test(tc, index_shards);
     suite_add_tcase(s, tc);
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);

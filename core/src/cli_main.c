@@ -1,6 +1,5 @@
 /* cli_main.c — `tfcore`: the verb dispatcher, --help and --version. */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdio_ext.h>
@@ -64,23 +63,6 @@ static void print_help(FILE *out)
             "  TFCORE_CACHE, TFCORE_OFFLINE\n"
             "                      datasets by name (data.path = \"imdb\"): $TFCORE_CACHE/datasets,\n"
             "                      default ~/.cache/tfcore/datasets\n");
-}
-
-int tf_cli_fail(const tf_error *err)
-{
-    fprintf(stderr, "tfcore: %s\n", err->msg[0] ? err->msg : tf_status_name(err->code));
-    return err->code ? (int)err->code : 1;
-}
-
-int tf_cli_usage_error(const char *verb, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "tfcore %s: ", verb);
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, " (see tfcore %s --help)\n", verb);
-    va_end(ap);
-    return TF_ERR_USAGE;
 }
 
 /* Every verb's output goes to stdout through stdio, so a failed write (a

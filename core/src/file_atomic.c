@@ -7,7 +7,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "stop_signal.h"
 #include "tfcore/file.h"
 
 static int write_all(int fd, const void *p, size_t n)
@@ -131,7 +130,6 @@ static tf_status write_replacing(const char *path, const tf_file_part *parts, si
         rc = tf_error_set(err, TF_ERR_RUNTIME, "cannot write %s: flushing %s to disk failed: %s", path, tmp, strerror(e));
         goto out;
     }
-    tf_stop_test_in_save(); /* a test's second signal, mid-save */
     if (rename(tmp, path) != 0) {
         e = errno;
         unlink(tmp);

@@ -2,8 +2,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "grad_buckets.h"
-#include "trainer_internal.h" /* tf_now */
 
 #define FIRST_BUCKET_BYTES (1u << 20) /* torch DDP's _DEFAULT_FIRST_BUCKET_BYTES */
 

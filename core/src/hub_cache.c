@@ -251,14 +251,92 @@ static const hub_file model_files[] = {
     {"tokenizer_config.json", false},
     {"tokenizer.json", false},
     {"special_tokens_map.json", false},
-    {"model.safetensors", true},
 };
 #define N_MODEL_FILES (sizeof model_files / sizeof model_files[0])
+/* The weights: one file, or (transformers' big checkpoints) an index naming
+ * the shards, as from_pretrained looks for them. */
+#define WEIGHTS_FILE "model.safetensors"
+#define WEIGHTS_INDEX "model.safetensors.index.json"
+/* An index larger than this is not one (a 100-shard model's is ~100 KB). */
+#define INDEX_MAX_BYTES ((size_t)64 << 20)
 
 static bool is_file(const char *path)
 {
     struct stat sb;
     return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+/* The shards the index in snapshot `folder` names (hub_index_shards). */
+static tf_status read_index(const char *folder, char ***names, size_t *n, tf_error *err)
+{
+    char path[TF_HUB_PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/%s", folder, WEIGHTS_INDEX);
+    FILE *f = fopen(path, "rb");
+    if (!f) return tf_error_set(err, TF_ERR_DATA, "cannot open %s: %s", path, strerror(errno));
+    char *text = malloc(INDEX_MAX_BYTES + 1);
+    size_t len = text ? fread(text, 1, INDEX_MAX_BYTES + 1, f) : 0;
+    int bad = ferror(f);
+    fclose(f);
+    tf_status st;
+    if (!text) st = tf_error_set(err, TF_ERR_RUNTIME, "%s: out of memory", path);
+    else if (bad) st = tf_error_set(err, TF_ERR_DATA, "cannot read %s", path);
+    else if (len > INDEX_MAX_BYTES) st = tf_error_set(err, TF_ERR_DATA, "%s: larger than %zu bytes: not an index", path, INDEX_MAX_BYTES);
+    else st = hub_index_shards(text, len, path, names, n, err);
+    free(text);
+    return st;
+}
+
+/* The weights are in snapshot `folder`: the single file, or the index and
+ * every shard it names. */
+static bool weights_complete(const char *folder)
+{
+    char path[TF_HUB_PATH_MAX + 300];
+    snprintf(path, sizeof path, "%s/%s", folder, WEIGHTS_FILE);
+    if (is_file(path)) return true;
+    char **names;
+    size_t n;
+    tf_error e = {0};
+    if (read_index(folder, &names, &n, &e) != TF_OK) return false;
+    bool all = true;
+    for (size_t i = 0; all && i < n; i++) {
+        snprintf(path, sizeof path, "%s/%s", folder, names[i]);
+        all = is_file(path);
+    }
+    hub_shards_free(names, n);
+    return all;
+}
+
+/* Fetch the weights at commit: model.safetensors, else (a 404 on it) the
+ * index and every shard it names, each checked as any other file. A bad
+ * index is refused and taken out of the snapshot again. */
+static tf_status fetch_weights(const hub_env *env, const char *repo, const char *storage, const char *commit,
+                               tf_error *err)
+{
+    char c[41];
+    bool absent = false;
+    hub_file single = {WEIGHTS_FILE, false}, index = {WEIGHTS_INDEX, false};
+    tf_status st = hub_fetch_file(env, repo, storage, commit, &single, c, &absent, err);
+    if (st || !absent) return st;
+    if ((st = hub_fetch_file(env, repo, storage, commit, &index, c, &absent, err))) return st;
+    if (absent) { /* neither: the answer (and hint) for the single file, required */
+        single.required = true;
+        return hub_fetch_file(env, repo, storage, commit, &single, c, &absent, err);
+    }
+    char folder[TF_HUB_PATH_MAX + 64], path[TF_HUB_PATH_MAX + 128];
+    snprintf(folder, sizeof folder, "%s/snapshots/%s", storage, commit);
+    char **names;
+    size_t n;
+    if ((st = read_index(folder, &names, &n, err))) {
+        snprintf(path, sizeof path, "%s/%s", folder, WEIGHTS_INDEX);
+        unlink(path); /* the snapshot never offers an index it cannot use */
+        return st;
+    }
+    for (size_t i = 0; !st && i < n; i++) {
+        hub_file shard = {names[i], true};
+        st = hub_fetch_file(env, repo, storage, commit, &shard, c, &absent, err);
+    }
+    hub_shards_free(names, n);
+    return st;
 }
 
 /* The snapshot folder for commit when it holds every required file. */
@@ -271,7 +349,7 @@ static bool snapshot_complete(const char *storage, const char *commit, char *fol
         snprintf(path, sizeof path, "%s/%s", folder, model_files[i].name);
         if (!is_file(path)) return false;
     }
-    return true;
+    return weights_complete(folder);
 }
 
 static tf_status not_cached(const char *repo, const char *revision, const hub_env *env,
@@ -341,6 +419,7 @@ tf_status tf_hub_resolve_model(const char *repo, const char *revision, char *fol
             snprintf(at, sizeof at, "%s", commit);
         }
     }
+    if ((st = fetch_weights(&env, repo, storage, first_commit, err))) return st;
     st = hub_write_ref(storage, revision, first_commit, err);
     if (st) return st;
     if (!snapshot_complete(storage, first_commit, folder, n))

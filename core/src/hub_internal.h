@@ -67,6 +67,14 @@ bool hub_parse_ref(const char *data, size_t len, char *out, size_t n);
  * hub allows them ("main", "v1.0", "refs/pr/1" is a path with folders). */
 bool hub_revision_is_safe(const char *rev);
 
+/* The shard files a model.safetensors.index.json (text, len bytes; label
+ * names it in errors) lists in its weight_map, sorted, each once, into
+ * *names (free with hub_shards_free). Every name must be a plain file name of
+ * the snapshot (no '/', '\\', "." or "..", no control bytes), else TF_ERR_DATA
+ * naming the entry. */
+tf_status hub_index_shards(const char *text, size_t len, const char *label, char ***names, size_t *n,
+                           tf_error *err);
+void hub_shards_free(char **names, size_t n);
 /* The cache and server settings, read from the environment as
  * huggingface_hub's constants.py reads them. */
 typedef struct hub_env {

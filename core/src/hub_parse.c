@@ -8,6 +8,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include <jansson.h>
+
 #include "hub_internal.h"
 
 void hub_meta_reset(hub_meta *m)
@@ -162,4 +164,75 @@ void hub_meta_finish(hub_meta *m)
      * (Python's `or`: an empty value falls through to the next). */
     snprintf(m->etag, sizeof m->etag, "%s", m->linked_etag[0] ? m->linked_etag : m->plain_etag);
     m->size = m->linked_size >= 0 ? m->linked_size : m->content_length;
+}
+
+/* A shard name the cache may hold: one plain file name of the snapshot. */
+static bool shard_name_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 255 || strcmp(s, ".") == 0 || strcmp(s, "..") == 0) return false;
+    for (const char *p = s; *p; p++)
+        if (*p == '/' || *p == '\\' || (unsigned char)*p < 0x20 || *p == 0x7f) return false;
+    return true;
+}
+
+static int cmp_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+void hub_shards_free(char **names, size_t n)
+{
+    for (size_t i = 0; names && i < n; i++) free(names[i]);
+    free(names);
+}
+
+tf_status hub_index_shards(const char *text, size_t len, const char *label, char ***names, size_t *n,
+                           tf_error *err)
+{
+    *names = NULL;
+    *n = 0;
+    json_error_t je;
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    if (!root) return tf_error_set(err, TF_ERR_DATA, "%s:%d:%d: %s", label, je.line, je.column, je.text);
+    json_t *map = json_object_get(root, "weight_map");
+    tf_status st = TF_OK;
+    char **v = NULL;
+    size_t k = 0;
+    if (!json_is_object(root) || !json_is_object(map) || json_object_size(map) == 0)
+        st = tf_error_set(err, TF_ERR_DATA, "%s: no \"weight_map\" object naming each tensor's shard", label);
+    if (!st && !(v = calloc(json_object_size(map), sizeof *v)))
+        st = tf_error_set(err, TF_ERR_RUNTIME, "%s: out of memory", label);
+    const char *tensor;
+    json_t *file;
+    if (!st) json_object_foreach(map, tensor, file) {
+        const char *s = json_string_value(file);
+        if (!s) {
+            st = tf_error_set(err, TF_ERR_DATA, "%s: weight_map['%.200s'] is not a string", label, tensor);
+            break;
+        }
+        /* the shard is fetched into the snapshot folder: nothing may lead out of it */
+        if (!shard_name_ok(s)) {
+            st = tf_error_set(err, TF_ERR_DATA,
+                              "%s: weight_map['%.200s'] = '%.200s' is not a plain file name; refused", label,
+                              tensor, s);
+            break;
+        }
+        if (!(v[k] = strdup(s))) {
+            st = tf_error_set(err, TF_ERR_RUNTIME, "%s: out of memory", label);
+            break;
+        }
+        k++;
+    }
+    json_decref(root);
+    if (st) {
+        hub_shards_free(v, k);
+        return st;
+    }
+    qsort(v, k, sizeof *v, cmp_name);
+    size_t u = 0;
+    for (size_t i = 0; i < k; i++) {
+        if (u && strcmp(v[u - 1], v[i]) == 0) free(v[i]);
+        else v[u++] = v[i];
+    }
+    *names = v;
+    *n = u;
+    return TF_OK;
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "search_path.h"
+#include "tfcore/error.h"
 
 #ifndef TF_PLUGIN_DIR
 #error "TF_PLUGIN_DIR must be defined by the build"
@@ -16,13 +17,14 @@ const char *tf_installed_plugin_dir(void) { return TF_PLUGIN_DIR; }
 
 bool tf_libtfcore_dir(char *buf, size_t n)
 {
-    /* dladdr on a function of this library names the file the loader mapped
+    /* dladdr on a function of libtfcore.so names the file the loader mapped
      * it from: the build tree's core/.libs, an installed $libdir, or a copy
-     * of either moved anywhere. */
+     * of either moved anywhere. This file is in the runtime, linked into the
+     * program, so the anchor is one of the SDK's exported functions. */
     Dl_info info;
     char real[PATH_MAX];
     if (n) buf[0] = '\0';
-    if (!dladdr((void *)&tf_libtfcore_dir, &info) || !info.dli_fname || !realpath(info.dli_fname, real))
+    if (!dladdr((void *)&tf_status_name, &info) || !info.dli_fname || !realpath(info.dli_fname, real))
         return false;
     char *slash = strrchr(real, '/');
     if (!slash) return false;

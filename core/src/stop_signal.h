@@ -34,8 +34,8 @@ bool tf_stop_was_stopped(void);
  * all-reduce. */
 void tf_stop_test_step(int rank, int64_t step);
 /* Test hook: with TFCORE_TEST_SIGNAL_IN_SAVE=1, a process that is stopping
- * raises its stop signal again while writing a file of the stop's checkpoint
- * (after the temporary file is written, before it is renamed into place). */
+ * raises its stop signal again while writing the stop's checkpoint (the
+ * model is written into checkpoint-N.tmp, the folder is not in place yet). */
 void tf_stop_test_in_save(void);
 
 #endif

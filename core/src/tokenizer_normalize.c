@@ -12,23 +12,6 @@
 
 #include "tokenizer_internal.h"
 
-int tok_list_reserve(tok_list *l, int32_t need)
-{
-    if (need <= l->cap) return 0;
-    size_t cap = (size_t)l->cap, c;
-    c = cap;
-    if (tok_grow((void **)&l->id, &c, (size_t)need, sizeof *l->id)) return TF_ERR_RUNTIME;
-    c = cap;
-    if (tok_grow((void **)&l->start, &c, (size_t)need, sizeof *l->start)) return TF_ERR_RUNTIME;
-    c = cap;
-    if (tok_grow((void **)&l->end, &c, (size_t)need, sizeof *l->end)) return TF_ERR_RUNTIME;
-    c = cap;
-    if (tok_grow((void **)&l->word, &c, (size_t)need, sizeof *l->word)) return TF_ERR_RUNTIME;
-    if (c > INT32_MAX) c = INT32_MAX;
-    l->cap = (int32_t)c;
-    return 0;
-}
-
 static tf_status oom(tf_error *err)
 {
     return tf_error_set(err, TF_ERR_RUNTIME, "tokenizer: out of memory");

@@ -37,21 +37,6 @@ uint32_t tok_hash(const char *s, size_t len)
     return (uint32_t)(h >> 32);
 }
 
-int tok_grow(void **p, size_t *cap, size_t need, size_t elt)
-{
-    if (need <= *cap) return 0;
-    size_t n = *cap ? *cap : 64;
-    while (n < need) {
-        if (n > ((size_t)-1) / 2 / elt) return TF_ERR_RUNTIME;
-        n *= 2;
-    }
-    void *q = realloc(*p, n * elt);
-    if (!q) return TF_ERR_RUNTIME;
-    *p = q;
-    *cap = n;
-    return 0;
-}
-
 /* ------------------------------------------------------------- building */
 
 /* One (token, id) pair while loading; the token's bytes are in a pool. */

@@ -1,10 +1,7 @@
 /* trainer.c — setting a worker up and the optimizer-step loop (trainer.h). */
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "lr_schedule.h"
@@ -18,32 +15,6 @@
 
 const char *const tf_phase_name[TF_PHASE_COUNT] = {"data", "forward", "backward", "comm",
                                                    "optimizer", "eval", "save"};
-
-double tf_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* mkdir -p */
-tf_status tf_mkdirs(const char *path, tf_error *err)
-{
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s", path) >= (int)sizeof tmp)
-        return tf_error_set(err, TF_ERR_RUNTIME, "path too long: %s", path);
-    for (char *p = tmp + 1;; p++) {
-        if (*p == '/' || *p == '\0') {
-            char c = *p;
-            *p = '\0';
-            if (mkdir(tmp, 0777) != 0 && errno != EEXIST)
-                return tf_error_set(err, TF_ERR_RUNTIME, "cannot create folder %s: %s", tmp, strerror(errno));
-            *p = c;
-            if (!c) break;
-        }
-    }
-    return TF_OK;
-}
 
 /* --- setup ------------------------------------------------------------------ */
 

@@ -24,6 +24,7 @@
 #include "tfcore/file.h"
 #include "tfcore/log.h"
 #include "tfcore/safetensors.h"
+#include "stop_signal.h"
 #include "trainer_internal.h"
 #include "trainer_state.h"
 
@@ -236,6 +237,7 @@ tf_status tf_trainer_save_checkpoint(tf_trainer *t, double epoch, tf_error *err)
     tf_status st = tf_file_remove_tree(tmp, err);
     if (!st) st = tf_mkdirs(tmp, err);
     if (!st) st = t->mvt->save(t->model, tmp, err);
+    if (!st) tf_stop_test_in_save(); /* a test's second signal, mid-save */
     if (!st) st = write_optimizer(t, tmp, err);
     if (!st) st = track_best(t, dir, err);
     if (!st) st = write_state(t, tmp, epoch, err);

@@ -6,14 +6,12 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+#include "clock.h"
 #include "lr_schedule.h"
+#include "mkdirs.h"
 #include "sampler.h"
 #include "trainer.h"
 
-/* Monotonic seconds. */
-double tf_now(void);
-/* mkdir -p */
-tf_status tf_mkdirs(const char *path, tf_error *err);
 
 /* Open every plugin, create the model, open the dataset, and allocate the
  * batch and optimizer buffers (nothing is written to output_dir). On error

@@ -68,5 +68,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
     }
     (void)tf_hub_is_repo_id(rev);
+    /* as a model.safetensors.index.json: every accepted shard is a plain name */
+    char **names;
+    size_t n;
+    tf_error err;
+    if (hub_index_shards(p, size, "index", &names, &n, &err) == TF_OK) {
+        for (size_t i = 0; i < n; i++)
+            must(names[i][0] && !strchr(names[i], '/') && strcmp(names[i], "..") != 0 && strcmp(names[i], ".") != 0);
+        hub_shards_free(names, n);
+    }
     return 0;
 }

@@ -48,10 +48,12 @@ bool tf_hub_is_repo_id(const char *s);
 
 /* Resolve the model `repo` at `revision` (NULL: "main") to its snapshot
  * folder, written to folder[0..n). Online, every file a BERT-style encoder
- * needs is fetched when missing: config.json and model.safetensors
- * (required; a repo with only pytorch_model.bin is refused with a line
- * saying so), vocab.txt, tokenizer_config.json, tokenizer.json and
- * special_tokens_map.json (when the repo has them). When the server cannot
+ * needs is fetched when missing: config.json and the weights (required:
+ * model.safetensors, or for a sharded checkpoint model.safetensors.index.json
+ * and every shard it names, each a plain file name; a repo with only
+ * pytorch_model.bin is refused with a line saying so), vocab.txt,
+ * tokenizer_config.json, tokenizer.json and special_tokens_map.json (when
+ * the repo has them). When the server cannot
  * be reached and the cache has the revision, the cache is used with a
  * warning. Offline, only the cache is read; a missing model gives one
  * TF_ERR_DATA line naming the model, the revision, the cache folder and the
