@@ -4,9 +4,10 @@
 # `tfcore plugins --keys`, so they cannot drift:
 #  - every README section matches its plugin's table (the check fails, with a
 #    diff, on a changed or missing row: checked on altered copies);
-#  - every data plugin has a README with such a section;
-#  - every documented key is one --dry-run accepts (the table is what
-#    check_config reads: a key it lists and never reads would be refused);
+#  - every data plugin and comm-dp-master have a README with such a section;
+#  - every documented key of the data and comm plugins is one --dry-run
+#    accepts (the table is what check_config reads: a key it lists and never
+#    reads would be refused);
 #  - `plugins --keys` on a plugin without a table, or an unknown name, is one line.
 set -u
 : "${top_builddir:?}" "${top_srcdir:?}"
@@ -21,9 +22,11 @@ bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 
 # 1. the READMEs as they are
 if out=$(sh "$gen" check "$tfcore" 2>&1); then ok; else bad "README key sections differ:"; echo "$out"; fi
-for d in "$top_srcdir"/plugins/data-*; do
-    grep -q "^<!-- keys: dataset/${d##*/data-} " "$d/README.md" 2>/dev/null && ok ||
-        bad "${d##*/}: no README.md with a '<!-- keys: dataset/${d##*/data-} ...' section"
+for d in "$top_srcdir"/plugins/data-* "$top_srcdir"/plugins/comm-dp-master; do
+    f=${d##*/}
+    case $f in data-*) key=dataset/${f#data-} ;; comm-*) key=comm/${f#comm-} ;; esac
+    grep -q "^<!-- keys: $key " "$d/README.md" 2>/dev/null && ok ||
+        bad "$f: no README.md with a '<!-- keys: $key ...' section"
 done
 
 # 2. the check fails on a changed default and on a missing row, naming the key
@@ -41,9 +44,12 @@ sed '/^<!-- end of keys -->/d' "$readme" >"$tmp/unended.md"
 # without its end line the whole rest would be the section: the check must not pass silently
 sh "$gen" check "$tfcore" "$tmp/unended.md" >/dev/null 2>&1 && bad "a section without its end line passed" || ok
 
-# 3. every documented key of the data plugins is accepted by --dry-run
-for name in synthetic imdb squad; do
-    "$tfcore" plugins --keys "dataset/$name" >"$tmp/$name.md" || { bad "plugins --keys dataset/$name"; continue; }
+# 3. every documented key is accepted by --dry-run (data and comm plugins)
+for plugin in dataset/synthetic dataset/imdb dataset/squad comm/dp-master; do
+    kind=${plugin%/*} name=${plugin#*/}
+    if ! "$tfcore" plugins --keys "$plugin" >"$tmp/$name.md" 2>"$tmp/$name.err"; then
+        bad "plugins --keys $plugin"; cat "$tmp/$name.err"; continue
+    fi
     # a value of each key's type: its default where it has one, else its lower bound
     # (the keys that fetch a dataset by name need the name and a checksum's shape)
     keys=$(awk -F' [|] ' -v name="$name" 'NR > 2 {
@@ -59,9 +65,14 @@ for name in synthetic imdb squad; do
         else v = "\"x\""
         printf "%s = %s; ", k, v }' "$tmp/$name.md")
     [ -n "$keys" ] || { bad "$name: no keys parsed"; continue; }
+    case $kind in
+    dataset) data="plugin = \"$name\"; $keys" comm="" ;;
+    comm) data='plugin = "synthetic";' comm="comm = { plugin = \"$name\"; world_size = 2; $keys };" ;;
+    esac
     cat >"$tmp/$name.cfg" <<CFG
 model = { plugin = "bert"; preset = "bert-tiny"; task = "classification"; num_labels = 2; };
-data = { plugin = "$name"; $keys };
+data = { $data };
+$comm
 training = { max_steps = 1; };
 CFG
     "$tfcore" -c "$tmp/$name.cfg" --dry-run >/dev/null 2>"$tmp/$name.err" && ok ||
