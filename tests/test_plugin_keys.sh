@@ -4,9 +4,9 @@
 # `tfcore plugins --keys`, so they cannot drift:
 #  - every README section matches its plugin's table (the check fails, with a
 #    diff, on a changed or missing row: checked on altered copies);
-#  - every data plugin, comm-dp-master and comm-mpi have a README with such a
-#    section;
-#  - every documented key of the data and comm plugins is one --dry-run
+#  - every data plugin, comm-dp-master, comm-mpi and model-bert have a README
+#    with such a section;
+#  - every documented key of the data, comm and model plugins is one --dry-run
 #    accepts (the table is what check_config reads: a key it lists and never
 #    reads would be refused);
 #  - `plugins --keys` on a plugin without a table, or an unknown name, is one line.
@@ -23,9 +23,10 @@ bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 
 # 1. the READMEs as they are
 if out=$(sh "$gen" check "$tfcore" 2>&1); then ok; else bad "README key sections differ:"; echo "$out"; fi
-for d in "$top_srcdir"/plugins/data-* "$top_srcdir"/plugins/comm-dp-master "$top_srcdir"/plugins/comm-mpi; do
+for d in "$top_srcdir"/plugins/data-* "$top_srcdir"/plugins/comm-dp-master "$top_srcdir"/plugins/comm-mpi \
+    "$top_srcdir"/plugins/model-bert; do
     f=${d##*/}
-    case $f in data-*) key=dataset/${f#data-} ;; comm-*) key=comm/${f#comm-} ;; esac
+    case $f in data-*) key=dataset/${f#data-} ;; comm-*) key=comm/${f#comm-} ;; model-*) key=model/${f#model-} ;; esac
     grep -q "^<!-- keys: $key " "$d/README.md" 2>/dev/null && ok ||
         bad "$f: no README.md with a '<!-- keys: $key ...' section"
 done
@@ -45,8 +46,9 @@ sed '/^<!-- end of keys -->/d' "$readme" >"$tmp/unended.md"
 # without its end line the whole rest would be the section: the check must not pass silently
 sh "$gen" check "$tfcore" "$tmp/unended.md" >/dev/null 2>&1 && bad "a section without its end line passed" || ok
 
-# 3. every documented key is accepted by --dry-run (data and comm plugins)
-for plugin in dataset/synthetic dataset/imdb dataset/squad comm/dp-master comm/mpi; do
+# 3. every documented key is accepted by --dry-run (data, comm and model plugins;
+#    model-bert's pretrained and revision are exclusive with its preset)
+for plugin in dataset/synthetic dataset/imdb dataset/squad comm/dp-master comm/mpi model/bert; do
     kind=${plugin%/*} name=${plugin#*/}
     if ! "$tfcore" plugins --keys "$plugin" >"$tmp/$name.md" 2>"$tmp/$name.err"; then
         # comm-mpi is built only where configure found Open MPI
@@ -54,10 +56,14 @@ for plugin in dataset/synthetic dataset/imdb dataset/squad comm/dp-master comm/m
             { echo "$plugin is not built here: its keys are not dry-run"; continue; }
         bad "plugins --keys $plugin"; cat "$tmp/$name.err"; continue
     fi
-    # a value of each key's type: its default where it has one, else its lower bound
-    # (the keys that fetch a dataset by name need the name and a checksum's shape)
+    # a value of each key's type: its default where it has one (a default that
+    # depends on the checkpoint: the number after its "else"), else its lower
+    # bound or first choice (the keys that fetch a dataset by name need the
+    # name and a checksum's shape)
     keys=$(awk -F' [|] ' -v name="$name" 'NR > 2 {
         k = $1; sub(/^[|] `/, "", k); sub(/`$/, "", k); t = $2; d = $3
+        if (name == "bert" && (k == "pretrained" || k == "revision")) next
+        if (d ~ /, else -?[0-9.e+-]+$/) sub(/.*, else /, "", d)
         if (k == "path" && name != "synthetic") v = "\"" name "\""
         else if (k ~ /sha256$/) v = "\"" sprintf("%064d", 0) "\""
         else if (k == "url") v = "\"http://127.0.0.1:9/\""
@@ -65,16 +71,18 @@ for plugin in dataset/synthetic dataset/imdb dataset/squad comm/dp-master comm/m
                                v = (d ~ /^-?[0-9]+$/) ? d : (lo ~ /^-?[0-9]+$/) ? lo : 1 }
         else if (t == "float") v = (d ~ /^-?[0-9.e+-]+$/) ? d : 0.5
         else if (t == "bool") v = (d == "false") ? "false" : "true"
-        else if (t == "choice") v = d
+        else if (t == "choice") { v = $4; sub(/^`/, "", v); sub(/`.*/, "", v); v = (d ~ /^"/) ? d : "\"" v "\"" }
         else v = "\"x\""
         printf "%s = %s; ", k, v }' "$tmp/$name.md")
     [ -n "$keys" ] || { bad "$name: no keys parsed"; continue; }
+    model='plugin = "bert"; preset = "bert-tiny"; task = "classification"; num_labels = 2;'
     case $kind in
     dataset) data="plugin = \"$name\"; $keys" comm="" ;;
     comm) data='plugin = "synthetic";' comm="comm = { plugin = \"$name\"; world_size = 2; $keys };" ;;
+    model) data='plugin = "synthetic";' comm="" model="plugin = \"$name\"; $keys" ;;
     esac
     cat >"$tmp/$name.cfg" <<CFG
-model = { plugin = "bert"; preset = "bert-tiny"; task = "classification"; num_labels = 2; };
+model = { $model };
 data = { $data };
 $comm
 training = { max_steps = 1; };
@@ -84,11 +92,11 @@ CFG
 done
 
 # 4. one line for a plugin without a table, and for a name nobody has
-"$tfcore" plugins --keys model/bert >/dev/null 2>"$tmp/none.err"
+"$tfcore" plugins --keys precision/fp32 >/dev/null 2>"$tmp/none.err"
 rc=$?
 [ $rc = 4 ] && [ "$(wc -l <"$tmp/none.err")" = 1 ] &&
-    grep -q "^tfcore: .*: model bert has no config key table (tf_plugin_config_keys)$" "$tmp/none.err" && ok ||
-    { bad "plugins --keys model/bert: exit $rc"; cat "$tmp/none.err"; }
+    grep -q "^tfcore: .*: precision fp32 has no config key table (tf_plugin_config_keys)$" "$tmp/none.err" && ok ||
+    { bad "plugins --keys precision/fp32: exit $rc"; cat "$tmp/none.err"; }
 "$tfcore" plugins --keys no-such-plugin >/dev/null 2>"$tmp/unknown.err"
 rc=$?
 [ $rc = 2 ] && grep -q "^tfcore: plugins --keys: no plugin named 'no-such-plugin' on the search path$" "$tmp/unknown.err" &&
