@@ -4,11 +4,11 @@
 # `tfcore plugins --keys`, so they cannot drift:
 #  - every README section matches its plugin's table (the check fails, with a
 #    diff, on a changed or missing row: checked on altered copies);
-#  - every data plugin, comm-dp-master, comm-mpi and model-bert have a README
-#    with such a section;
-#  - every documented key of the data, comm and model plugins is one --dry-run
-#    accepts (the table is what check_config reads: a key it lists and never
-#    reads would be refused);
+#  - every data plugin, the comm plugins and model-bert have a README with such
+#    a section (comm-nccl's is checked against its table where it is built);
+#  - every documented key of the data, comm (but nccl: its dry run needs a GPU)
+#    and model plugins is one --dry-run accepts (the table is what
+#    check_config reads: a key it lists and never reads would be refused);
 #  - `plugins --keys` on a plugin without a table, or an unknown name, is one line.
 set -u
 : "${top_builddir:?}" "${top_srcdir:?}"
@@ -24,7 +24,7 @@ bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 # 1. the READMEs as they are
 if out=$(sh "$gen" check "$tfcore" 2>&1); then ok; else bad "README key sections differ:"; echo "$out"; fi
 for d in "$top_srcdir"/plugins/data-* "$top_srcdir"/plugins/comm-dp-master "$top_srcdir"/plugins/comm-mpi \
-    "$top_srcdir"/plugins/model-bert; do
+    "$top_srcdir"/plugins/comm-nccl "$top_srcdir"/plugins/model-bert; do
     f=${d##*/}
     case $f in data-*) key=dataset/${f#data-} ;; comm-*) key=comm/${f#comm-} ;; model-*) key=model/${f#model-} ;; esac
     grep -q "^<!-- keys: $key " "$d/README.md" 2>/dev/null && ok ||
