@@ -1033,6 +1033,7 @@ static const tf_cfg_key table[] = {
     {"colour", TF_CFG_KEY_CHOICE, .string_def = "red", .choices = colours, .doc = "which colour"},
     {"frac", TF_CFG_KEY_FLOAT, .float_def = 0.5, .float_min = 0.0, .min_open = true, .float_max = 1.0,
      .max_open = true, .why = "a share", .doc = "how much"},
+    {"scale", TF_CFG_KEY_FLOAT, .float_def = 10, .float_min = 1e-12, .float_max = 1e6, .doc = "how large"},
     {0},
 };
 
@@ -1087,7 +1088,8 @@ START_TEST(key_table_as_markdown)
                          "| `on` | bool | the model's |  | whether |\n"
                          "| `file` | string | unset |  | where |\n"
                          "| `colour` | choice | \"red\" | `red`, `green` | which colour |\n"
-                         "| `frac` | float | 0.5 | (0, 1) | how much (bounds: a share) |\n");
+                         "| `frac` | float | 0.5 | (0, 1) | how much (bounds: a share) |\n"
+                         "| `scale` | float | 10 | [1e-12, 1000000] | how large |\n");
     free(md);
 }
 END_TEST

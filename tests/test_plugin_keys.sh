@@ -4,8 +4,10 @@
 # `tfcore plugins --keys`, so they cannot drift:
 #  - every README section matches its plugin's table (the check fails, with a
 #    diff, on a changed or missing row: checked on altered copies);
-#  - every data plugin has a README with such a section;
-#  - every documented key is one --dry-run accepts (the table is what
+#  - every data plugin, the comm plugins and model-bert have a README with such
+#    a section (comm-nccl's is checked against its table where it is built);
+#  - every documented key of the data, comm (but nccl: its dry run needs a GPU)
+#    and model plugins is one --dry-run accepts (the table is what
 #    check_config reads: a key it lists and never reads would be refused);
 #  - `plugins --keys` on a plugin without a table, or an unknown name, is one line.
 set -u
@@ -21,9 +23,12 @@ bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 
 # 1. the READMEs as they are
 if out=$(sh "$gen" check "$tfcore" 2>&1); then ok; else bad "README key sections differ:"; echo "$out"; fi
-for d in "$top_srcdir"/plugins/data-*; do
-    grep -q "^<!-- keys: dataset/${d##*/data-} " "$d/README.md" 2>/dev/null && ok ||
-        bad "${d##*/}: no README.md with a '<!-- keys: dataset/${d##*/data-} ...' section"
+for d in "$top_srcdir"/plugins/data-* "$top_srcdir"/plugins/comm-dp-master "$top_srcdir"/plugins/comm-mpi \
+    "$top_srcdir"/plugins/comm-nccl "$top_srcdir"/plugins/model-bert; do
+    f=${d##*/}
+    case $f in data-*) key=dataset/${f#data-} ;; comm-*) key=comm/${f#comm-} ;; model-*) key=model/${f#model-} ;; esac
+    grep -q "^<!-- keys: $key " "$d/README.md" 2>/dev/null && ok ||
+        bad "$f: no README.md with a '<!-- keys: $key ...' section"
 done
 
 # 2. the check fails on a changed default and on a missing row, naming the key
@@ -41,13 +46,24 @@ sed '/^<!-- end of keys -->/d' "$readme" >"$tmp/unended.md"
 # without its end line the whole rest would be the section: the check must not pass silently
 sh "$gen" check "$tfcore" "$tmp/unended.md" >/dev/null 2>&1 && bad "a section without its end line passed" || ok
 
-# 3. every documented key of the data plugins is accepted by --dry-run
-for name in synthetic imdb squad; do
-    "$tfcore" plugins --keys "dataset/$name" >"$tmp/$name.md" || { bad "plugins --keys dataset/$name"; continue; }
-    # a value of each key's type: its default where it has one, else its lower bound
-    # (the keys that fetch a dataset by name need the name and a checksum's shape)
+# 3. every documented key is accepted by --dry-run (data, comm and model plugins;
+#    model-bert's pretrained and revision are exclusive with its preset)
+for plugin in dataset/synthetic dataset/imdb dataset/squad comm/dp-master comm/mpi model/bert; do
+    kind=${plugin%/*} name=${plugin#*/}
+    if ! "$tfcore" plugins --keys "$plugin" >"$tmp/$name.md" 2>"$tmp/$name.err"; then
+        # comm-mpi is built only where configure found Open MPI
+        [ "$plugin" = comm/mpi ] && grep -q "no plugin named" "$tmp/$name.err" &&
+            { echo "$plugin is not built here: its keys are not dry-run"; continue; }
+        bad "plugins --keys $plugin"; cat "$tmp/$name.err"; continue
+    fi
+    # a value of each key's type: its default where it has one (a default that
+    # depends on the checkpoint: the number after its "else"), else its lower
+    # bound or first choice (the keys that fetch a dataset by name need the
+    # name and a checksum's shape)
     keys=$(awk -F' [|] ' -v name="$name" 'NR > 2 {
         k = $1; sub(/^[|] `/, "", k); sub(/`$/, "", k); t = $2; d = $3
+        if (name == "bert" && (k == "pretrained" || k == "revision")) next
+        if (d ~ /, else -?[0-9.e+-]+$/) sub(/.*, else /, "", d)
         if (k == "path" && name != "synthetic") v = "\"" name "\""
         else if (k ~ /sha256$/) v = "\"" sprintf("%064d", 0) "\""
         else if (k == "url") v = "\"http://127.0.0.1:9/\""
@@ -55,13 +71,20 @@ for name in synthetic imdb squad; do
                                v = (d ~ /^-?[0-9]+$/) ? d : (lo ~ /^-?[0-9]+$/) ? lo : 1 }
         else if (t == "float") v = (d ~ /^-?[0-9.e+-]+$/) ? d : 0.5
         else if (t == "bool") v = (d == "false") ? "false" : "true"
-        else if (t == "choice") v = d
+        else if (t == "choice") { v = $4; sub(/^`/, "", v); sub(/`.*/, "", v); v = (d ~ /^"/) ? d : "\"" v "\"" }
         else v = "\"x\""
         printf "%s = %s; ", k, v }' "$tmp/$name.md")
     [ -n "$keys" ] || { bad "$name: no keys parsed"; continue; }
+    model='plugin = "bert"; preset = "bert-tiny"; task = "classification"; num_labels = 2;'
+    case $kind in
+    dataset) data="plugin = \"$name\"; $keys" comm="" ;;
+    comm) data='plugin = "synthetic";' comm="comm = { plugin = \"$name\"; world_size = 2; $keys };" ;;
+    model) data='plugin = "synthetic";' comm="" model="plugin = \"$name\"; $keys" ;;
+    esac
     cat >"$tmp/$name.cfg" <<CFG
-model = { plugin = "bert"; preset = "bert-tiny"; task = "classification"; num_labels = 2; };
-data = { plugin = "$name"; $keys };
+model = { $model };
+data = { $data };
+$comm
 training = { max_steps = 1; };
 CFG
     "$tfcore" -c "$tmp/$name.cfg" --dry-run >/dev/null 2>"$tmp/$name.err" && ok ||
@@ -69,11 +92,11 @@ CFG
 done
 
 # 4. one line for a plugin without a table, and for a name nobody has
-"$tfcore" plugins --keys model/bert >/dev/null 2>"$tmp/none.err"
+"$tfcore" plugins --keys precision/fp32 >/dev/null 2>"$tmp/none.err"
 rc=$?
 [ $rc = 4 ] && [ "$(wc -l <"$tmp/none.err")" = 1 ] &&
-    grep -q "^tfcore: .*: model bert has no config key table (tf_plugin_config_keys)$" "$tmp/none.err" && ok ||
-    { bad "plugins --keys model/bert: exit $rc"; cat "$tmp/none.err"; }
+    grep -q "^tfcore: .*: precision fp32 has no config key table (tf_plugin_config_keys)$" "$tmp/none.err" && ok ||
+    { bad "plugins --keys precision/fp32: exit $rc"; cat "$tmp/none.err"; }
 "$tfcore" plugins --keys no-such-plugin >/dev/null 2>"$tmp/unknown.err"
 rc=$?
 [ $rc = 2 ] && grep -q "^tfcore: plugins --keys: no plugin named 'no-such-plugin' on the search path$" "$tmp/unknown.err" &&

@@ -109,11 +109,15 @@ static void put_int(text *t, long long v)
     else put(t, "%lld", v);
 }
 
-/* the shortest text that reads back as v */
+/* the shortest text that reads back as v; whole numbers as such (10, not 1e+01) */
 static void put_float(text *t, double v)
 {
     if (isinf(v)) {
         put(t, "%sinf", v < 0 ? "-" : "");
+        return;
+    }
+    if (v == floor(v) && fabs(v) < 1e15) {
+        put(t, "%.0f", v);
         return;
     }
     char b[64];

@@ -1,9 +1,31 @@
-/* nccl_config.c — comm-nccl's own keys of the comm section. The core owns
- * plugin, world_size, bucket_mb and mpirun_args: they are neither read nor
- * judged here. */
+/* nccl_config.c — comm-nccl's own keys of the comm section, as one table
+ * (tfcore/config_keys.h; README.md's key section is generated from it). The
+ * core owns plugin, world_size, bucket_mb, mpirun_args and timeout_s: they
+ * are not in the table, and only timeout_s is read here (with the core's
+ * bounds), because this plugin waits in its own loops. */
 #include <string.h>
 
 #include "nccl_internal.h"
+#include "tfcore/config_keys.h"
+
+static const char *const boots[] = {"auto", "launcher", "mpi", "file", NULL};
+
+static const tf_cfg_key keys[] = {
+    {"bootstrap", TF_CFG_KEY_CHOICE, .string_def = "auto", .choices = boots,
+     .doc = "how ranks get rank 0's `ncclUniqueId` (see \"Bootstrap\"); mpi needs a comm-nccl built with Open MPI"},
+    {"bootstrap_file", TF_CFG_KEY_STRING,
+     .doc = "the file of the `file` bootstrap, on a filesystem every node shares; required with bootstrap = "
+            "\"file\", used by `auto` when neither the launcher nor mpirun started the ranks"},
+    {"bootstrap_token", TF_CFG_KEY_STRING, .default_text = "from the batch system",
+     .doc = "this run's token in the bootstrap file: 1 to 128 printable characters, no spaces; with bootstrap "
+            "\"file\" or \"auto\" only"},
+    {"bootstrap_timeout_s", TF_CFG_KEY_FLOAT, .float_def = 300.0, .float_min = 0.1, .float_max = 604800.0,
+     .doc = "how long a rank waits for the id, and for the other ranks to set up their GPU"},
+    {"reduce_dtype", TF_CFG_KEY_STRING, .string_def = "f32",
+     .doc = "the dtype gradients are reduced and averaged in: only \"f32\" (no bf16/fp16 gradient compression)"},
+    {0},
+};
+TF_PLUGIN_KEYS(keys);
 
 const char *nccl_boot_name(nccl_boot_kind k)
 {
@@ -36,20 +58,17 @@ tf_status nccl_read_options(tf_section *sec, nccl_options *o, tf_error *err)
     if (!sec) return TF_OK;
 
     const char *sname = tf_section_name(sec);
-    static const char *const boots[] = {"auto", "launcher", "mpi", "file", NULL};
     const char *boot = NULL, *rdt = NULL;
     tf_status st;
-    if ((st = tf_cfg_choice(sec, "bootstrap", "auto", boots, &boot, err))) return st;
-    if ((st = tf_cfg_string(sec, "bootstrap_file", NULL, &o->bootstrap_file, err))) return st;
-    if ((st = tf_cfg_string(sec, "bootstrap_token", NULL, &o->bootstrap_token, err))) return st;
-    if ((st = tf_cfg_float(sec, "bootstrap_timeout_s", 300.0, 0.1, 604800.0,
-                           &o->bootstrap_timeout_s, err)))
-        return st;
-    /* the core's key (tfcore/comm.h), read with its bounds: this plugin waits in its own loops */
+    if ((st = tf_cfg_key_string(sec, keys, "bootstrap", &boot, err))) return st;
+    if ((st = tf_cfg_key_string(sec, keys, "bootstrap_file", &o->bootstrap_file, err))) return st;
+    if ((st = tf_cfg_key_string(sec, keys, "bootstrap_token", &o->bootstrap_token, err))) return st;
+    if ((st = tf_cfg_key_float(sec, keys, "bootstrap_timeout_s", &o->bootstrap_timeout_s, err))) return st;
+    /* the core's key (tfcore/comm.h), not in the table: read with its bounds */
     if ((st = tf_cfg_float(sec, "timeout_s", TF_COMM_TIMEOUT_DEFAULT, TF_COMM_TIMEOUT_MIN,
                            TF_COMM_TIMEOUT_MAX, &o->timeout_s, err)))
         return st;
-    if ((st = tf_cfg_string(sec, "reduce_dtype", "f32", &rdt, err))) return st;
+    if ((st = tf_cfg_key_string(sec, keys, "reduce_dtype", &rdt, err))) return st;
 
     for (int k = NCCL_BOOT_AUTO; k <= NCCL_BOOT_FILE; k++)
         if (strcmp(boot, nccl_boot_name((nccl_boot_kind)k)) == 0) o->bootstrap = (nccl_boot_kind)k;

@@ -15,6 +15,7 @@
 #include <jansson.h>
 
 #include "bert.h"
+#include "tfcore/config_keys.h"
 #include "tfcore/hub.h"
 
 typedef struct bert_preset {
@@ -298,39 +299,101 @@ out:
 
 /* ---- the section ---------------------------------------------------------- */
 
-typedef struct int_key {
+/* The model section's keys (README.md's key section is generated from this
+ * table). The keys from task on are read only when set: their default is the
+ * checkpoint's (or the preset's), which the defaults here only describe. */
+static const tf_cfg_key keys[] = {
+    {"pretrained", TF_CFG_KEY_STRING,
+     .doc = "a Hugging Face folder: `config.json`, `model.safetensors` (F32/F16/BF16) or the shards of "
+            "`model.safetensors.index.json`, optionally `vocab.txt`, `tokenizer_config.json`; or, where no such "
+            "folder exists, a hub name (`\"bert-base-cased\"`, `\"org/name\"`) resolved in the Hugging Face cache "
+            "and downloaded when online (the project README: \"Models by Hugging Face name\"). Exactly one of pretrained and preset"},
+    {"revision", TF_CFG_KEY_STRING, .string_def = "main",
+     .doc = "with a hub name in pretrained: the branch, tag or commit; an error with a folder or a preset"},
+    {"preset", TF_CFG_KEY_CHOICE, .choices = preset_names,
+     .doc = "random init of a BERT size: bert-tiny (L2 H128 A2 I512), bert-mini (L4 H256 A4 I1024), bert-small "
+            "(L4 H512 A8 I2048), bert-medium (L8 H512 A8 I2048), bert-base (L12 H768 A12 I3072), bert-large "
+            "(L24 H1024 A16 I4096); vocab 30522, 512 positions, 2 token types"},
+    {"task", TF_CFG_KEY_CHOICE, .string_def = "classification", .choices = task_names,
+     .default_text = "the checkpoint's `architectures`, else classification",
+     .doc = "the head: BertForSequenceClassification or BertForQuestionAnswering"},
+    {"num_labels", TF_CFG_KEY_INT, .int_def = 2, .int_min = 1, .int_max = BERT_MAX_LABELS,
+     .default_text = "the checkpoint's `id2label`, else 2",
+     .doc = "classification labels, 2 or more (1, regression in transformers, is refused); question answering "
+            "has exactly 2"},
+    /* BertConfig's keys: they override the preset or config.json */
+    {"vocab_size", TF_CFG_KEY_INT, .int_def = 30522, .int_min = 1, .int_max = BERT_MAX_VOCAB,
+     .default_text = "config.json's, else 30522", .doc = "BertConfig's: token embedding rows"},
+    {"hidden_size", TF_CFG_KEY_INT, .int_def = 768, .int_min = 1, .int_max = BERT_MAX_DIM,
+     .default_text = "the preset's or config.json's, else 768",
+     .doc = "BertConfig's: a multiple of num_attention_heads"},
+    {"num_hidden_layers", TF_CFG_KEY_INT, .int_def = 12, .int_min = 1, .int_max = BERT_MAX_LAYERS,
+     .default_text = "the preset's or config.json's, else 12", .doc = "BertConfig's: encoder layers"},
+    {"num_attention_heads", TF_CFG_KEY_INT, .int_def = 12, .int_min = 1, .int_max = BERT_MAX_DIM,
+     .default_text = "the preset's or config.json's, else 12", .doc = "BertConfig's: attention heads"},
+    {"intermediate_size", TF_CFG_KEY_INT, .int_def = 3072, .int_min = 1, .int_max = BERT_MAX_DIM,
+     .default_text = "the preset's or config.json's, else 3072", .doc = "BertConfig's: the feed-forward width"},
+    {"hidden_act", TF_CFG_KEY_CHOICE, .string_def = "gelu", .choices = act_names,
+     .default_text = "config.json's, else gelu", .doc = "BertConfig's: GELU, exact (erf) or tanh form"},
+    {"max_position_embeddings", TF_CFG_KEY_INT, .int_def = 512, .int_min = 1, .int_max = BERT_MAX_DIM,
+     .default_text = "config.json's, else 512", .doc = "BertConfig's: position embedding rows"},
+    {"type_vocab_size", TF_CFG_KEY_INT, .int_def = 2, .int_min = 1, .int_max = BERT_MAX_DIM,
+     .default_text = "config.json's, else 2", .doc = "BertConfig's: token type embedding rows"},
+    {"pad_token_id", TF_CFG_KEY_INT, .int_def = 0, .int_min = 0, .int_max = BERT_MAX_VOCAB - 1,
+     .default_text = "config.json's, else 0", .doc = "BertConfig's: the padding token, below vocab_size"},
+    {"layer_norm_eps", TF_CFG_KEY_FLOAT, .float_def = 1e-12, .float_min = 1e-30, .float_max = 1,
+     .default_text = "config.json's, else 1e-12", .doc = "BertConfig's: LayerNorm's epsilon"},
+    {"hidden_dropout_prob", TF_CFG_KEY_FLOAT, .float_def = 0.1, .float_min = 0, .float_max = 1, .max_open = true,
+     .default_text = "config.json's, else 0.1", .doc = "BertConfig's: dropout after embeddings, attention output and "
+                                                         "feed-forward"},
+    {"attention_probs_dropout_prob", TF_CFG_KEY_FLOAT, .float_def = 0.1, .float_min = 0, .float_max = 1,
+     .max_open = true, .default_text = "config.json's, else 0.1",
+     .doc = "BertConfig's: dropout on the attention probabilities"},
+    {"classifier_dropout", TF_CFG_KEY_FLOAT, .float_def = 0.1, .float_min = 0, .float_max = 1, .max_open = true,
+     .default_text = "config.json's, else hidden_dropout_prob",
+     .doc = "BertConfig's: dropout before the classification head"},
+    {"initializer_range", TF_CFG_KEY_FLOAT, .float_def = 0.02, .float_min = 0, .float_max = 10,
+     .default_text = "config.json's, else 0.02", .doc = "BertConfig's: the std of the random init"},
+    {0},
+};
+TF_PLUGIN_KEYS(keys);
+
+/* The BertConfig keys the section overrides, and where each goes. */
+static const struct {
     const char *key;
-    long long min, max;
     size_t off; /* offsetof(bert_config, ...) */
-} int_key;
-
-typedef struct float_key {
-    const char *key;
-    double min, max;
-    bool max_open; /* the value must stay below max (a dropout of 1 is no model) */
-    size_t off;
-} float_key;
-
-static const int_key int_keys[] = {
-    {"vocab_size", 1, BERT_MAX_VOCAB, offsetof(bert_config, vocab_size)},
-    {"hidden_size", 1, BERT_MAX_DIM, offsetof(bert_config, hidden_size)},
-    {"num_hidden_layers", 1, BERT_MAX_LAYERS, offsetof(bert_config, num_layers)},
-    {"num_attention_heads", 1, BERT_MAX_DIM, offsetof(bert_config, num_heads)},
-    {"intermediate_size", 1, BERT_MAX_DIM, offsetof(bert_config, intermediate_size)},
-    {"max_position_embeddings", 1, BERT_MAX_DIM, offsetof(bert_config, max_position_embeddings)},
-    {"type_vocab_size", 1, BERT_MAX_DIM, offsetof(bert_config, type_vocab_size)},
-    {"pad_token_id", 0, BERT_MAX_VOCAB - 1, offsetof(bert_config, pad_token_id)},
+} int_keys[] = {
+    {"vocab_size", offsetof(bert_config, vocab_size)},
+    {"hidden_size", offsetof(bert_config, hidden_size)},
+    {"num_hidden_layers", offsetof(bert_config, num_layers)},
+    {"num_attention_heads", offsetof(bert_config, num_heads)},
+    {"intermediate_size", offsetof(bert_config, intermediate_size)},
+    {"max_position_embeddings", offsetof(bert_config, max_position_embeddings)},
+    {"type_vocab_size", offsetof(bert_config, type_vocab_size)},
+    {"pad_token_id", offsetof(bert_config, pad_token_id)},
+}, float_keys[] = {
+    {"layer_norm_eps", offsetof(bert_config, layer_norm_eps)},
+    {"hidden_dropout_prob", offsetof(bert_config, hidden_dropout)},
+    {"attention_probs_dropout_prob", offsetof(bert_config, attention_dropout)},
+    {"classifier_dropout", offsetof(bert_config, classifier_dropout)},
+    {"initializer_range", offsetof(bert_config, initializer_range)},
 };
 #define N_INT_KEYS (sizeof int_keys / sizeof int_keys[0])
-
-static const float_key float_keys[] = {
-    {"layer_norm_eps", 1e-30, 1, false, offsetof(bert_config, layer_norm_eps)},
-    {"hidden_dropout_prob", 0, 1, true, offsetof(bert_config, hidden_dropout)},
-    {"attention_probs_dropout_prob", 0, 1, true, offsetof(bert_config, attention_dropout)},
-    {"classifier_dropout", 0, 1, true, offsetof(bert_config, classifier_dropout)},
-    {"initializer_range", 0, 10, false, offsetof(bert_config, initializer_range)},
-};
 #define N_FLOAT_KEYS (sizeof float_keys / sizeof float_keys[0])
+
+/* A float key of the table, read as tf_cfg_float reads it (in [min, max]);
+ * an open upper end is then said as "must be below" (a dropout of 1 is no model). */
+static tf_status read_float(tf_section *sec, const char *name, double *out, tf_error *err)
+{
+    const tf_cfg_key *k = keys;
+    while (k->name && strcmp(k->name, name) != 0) k++;
+    if (!k->name || k->type != TF_CFG_KEY_FLOAT) return tf_cfg_key_float(sec, keys, name, out, err); /* its error */
+    BERT_TRY(tf_cfg_float(sec, name, k->float_def, k->float_min, k->float_max, out, err));
+    if (k->max_open && *out >= k->float_max)
+        return tf_error_set(err, TF_ERR_CONFIG, "%s: model.%s must be below %g, got %g", tf_cfg_where(sec, name),
+                            name, k->float_max, *out);
+    return TF_OK;
+}
 
 /* Where a value of the merged config came from, for messages. */
 static const char *origin(tf_section *sec, const char *key, const bert_config *c, char *buf,
@@ -351,32 +414,21 @@ tf_status bert_config_resolve(tf_section *sec, bert_config *cfg, char ***labels,
      * check fails, and type/range errors come out in the section's terms. */
     const char *pretrained, *preset, *revision = NULL, *task = NULL, *act = NULL;
     long long num_labels = 2;
-    BERT_TRY(tf_cfg_string(sec, "pretrained", NULL, &pretrained, err));
-    if (tf_cfg_has(sec, "revision")) BERT_TRY(tf_cfg_string(sec, "revision", "main", &revision, err));
-    BERT_TRY(tf_cfg_choice(sec, "preset", NULL, preset_names, &preset, err));
+    BERT_TRY(tf_cfg_key_string(sec, keys, "pretrained", &pretrained, err));
+    if (tf_cfg_has(sec, "revision")) BERT_TRY(tf_cfg_key_string(sec, keys, "revision", &revision, err));
+    BERT_TRY(tf_cfg_key_string(sec, keys, "preset", &preset, err));
     /* Keys whose default depends on the checkpoint are read only when set (and
      * so do not show up with a made-up default in the dumped config);
      * tf_cfg_has records them as known either way. */
-    if (tf_cfg_has(sec, "task"))
-        BERT_TRY(tf_cfg_choice(sec, "task", NULL, task_names, &task, err));
-    if (tf_cfg_has(sec, "num_labels"))
-        BERT_TRY(tf_cfg_int(sec, "num_labels", 2, 1, BERT_MAX_LABELS, &num_labels, err));
-    if (tf_cfg_has(sec, "hidden_act"))
-        BERT_TRY(tf_cfg_choice(sec, "hidden_act", NULL, act_names, &act, err));
+    if (tf_cfg_has(sec, "task")) BERT_TRY(tf_cfg_key_string(sec, keys, "task", &task, err));
+    if (tf_cfg_has(sec, "num_labels")) BERT_TRY(tf_cfg_key_int(sec, keys, "num_labels", &num_labels, err));
+    if (tf_cfg_has(sec, "hidden_act")) BERT_TRY(tf_cfg_key_string(sec, keys, "hidden_act", &act, err));
     long long ival[N_INT_KEYS] = {0};
     double fval[N_FLOAT_KEYS] = {0};
     for (size_t i = 0; i < N_INT_KEYS; i++)
-        if (tf_cfg_has(sec, int_keys[i].key))
-            BERT_TRY(tf_cfg_int(sec, int_keys[i].key, 0, int_keys[i].min, int_keys[i].max,
-                                &ival[i], err));
-    for (size_t i = 0; i < N_FLOAT_KEYS; i++) {
-        const float_key *k = &float_keys[i];
-        if (!tf_cfg_has(sec, k->key)) continue;
-        BERT_TRY(tf_cfg_float(sec, k->key, 0, k->min, k->max, &fval[i], err));
-        if (k->max_open && fval[i] >= k->max)
-            return tf_error_set(err, TF_ERR_CONFIG, "%s: model.%s must be below %g, got %g",
-                                tf_cfg_where(sec, k->key), k->key, k->max, fval[i]);
-    }
+        if (tf_cfg_has(sec, int_keys[i].key)) BERT_TRY(tf_cfg_key_int(sec, keys, int_keys[i].key, &ival[i], err));
+    for (size_t i = 0; i < N_FLOAT_KEYS; i++)
+        if (tf_cfg_has(sec, float_keys[i].key)) BERT_TRY(read_float(sec, float_keys[i].key, &fval[i], err));
 
     /* Where the weights come from: exactly one of pretrained and preset. */
     if (pretrained && preset)
