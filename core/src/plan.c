@@ -87,9 +87,9 @@ static tf_status check_abi_needs(const tf_plan *plan, tf_error *err)
                             "%s: training.optim = \"adafactor\" needs a backend with adafactor (plugin ABI 1.3); "
                             "backend '%s' (ABI %u.%u) does not have it",
                             tf_cfg_where(ts, "optim"), bp->desc->name, bp->desc->abi_major, bp->desc->abi_minor);
+    /* predict resolves a plan without a data section (tf_plan_resolve_for) */
     const tf_loaded_plugin *dp = plan->plugin[TF_KIND_DATASET];
-    const tf_dataset_vtable *dvt = dp->desc->vtable;
-    if (a->group_by_length && !TF_HAS(dvt, row_length))
+    if (a->group_by_length && dp && !TF_HAS((const tf_dataset_vtable *)dp->desc->vtable, row_length))
         return tf_error_set(err, TF_ERR_CONFIG,
                             "%s: training.group_by_length needs a dataset that reports its rows' lengths "
                             "(row_length, plugin ABI 1.3); dataset '%s' (ABI %u.%u) does not",
