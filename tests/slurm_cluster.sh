@@ -26,7 +26,9 @@
 # node), their own /tmp, and their own munged (munge refuses a credential
 # decoded twice by one munged, and every node decodes each job's). The
 # shared folder (SLURM_DIR, outside /tmp) stands in for a cluster's network
-# filesystem. Every node claims the machine's CPUs.
+# filesystem, and so do the folders listed in SLURM_SHARED_PATHS (the source
+# and build trees), which stay visible on every node even when they lie under
+# /tmp. Every node claims the machine's CPUs.
 
 slurm_cluster_down() {
     [ -n "${SLURM_DIR:-}" ] || return 0
@@ -206,8 +208,17 @@ CONF
             # nsenter, not ip netns exec: that remounts /sys, without the cgroup
             # folder slurmd's init reads; slurmd in the foreground is the new PID
             # namespace's first process, ended with the namespace
+            # folders under /tmp the nodes must share (SLURM_SHARED_PATHS: the
+            # source and build trees, as a cluster's network filesystem would
+            # hold them) are bound into the node's own /tmp at the same path
+            keep=
+            for p in ${SLURM_SHARED_PATHS:-}; do
+                case $p in /tmp/?*) ;; *) continue ;; esac
+                mkdir -p "$d/node-$i/tmp/${p#/tmp/}" || return 1
+                keep="$keep mount --bind '$p' '$d/node-$i/tmp/${p#/tmp/}' &&"
+            done
             nsenter --net="/run/netns/$ns" unshare --mount --propagation private --pid --fork --mount-proc \
-                sh -c "mount --bind '$d/node-$i' '$d/node' && mount --bind '$d/node-$i/tmp' /tmp &&
+                sh -c "mount --bind '$d/node-$i' '$d/node' && $keep mount --rbind '$d/node-$i/tmp' /tmp &&
                        exec /usr/sbin/slurmd -D -N n$i" >"$d/slurmd-n$i.err" 2>&1 </dev/null &
             i=$((i + 1))
         done

@@ -24,6 +24,8 @@ if ! "$tfcore" plugins 2>/dev/null | grep -Eq "^ *comm +mpi "; then
     echo "test_slurm_nodes: SKIP: comm plugin mpi not built (no Open MPI)"
     exit 77
 fi
+# the trees every node must see, wherever they are (a clone in /tmp too)
+SLURM_SHARED_PATHS="$(cd "$top_srcdir" && pwd) $(cd "$top_builddir" && pwd)"
 . "$top_srcdir/tests/netns_hosts.sh"
 . "$top_srcdir/tests/slurm_cluster.sh"
 if ! netns_hosts_up 2 || ! slurm_cluster_up 2; then # they said why
