@@ -133,7 +133,9 @@ nice g++ "${ldflags[@]}" -o "$dir/tfcore-comm-nccl.so" "${objs[@]}" "${emu_link[
 
 # 6. test programs: the emulation's own, comm-nccl's driver, the op suites
 test_cpp=(-I"$top/core/src" $(pkg-config --cflags check jansson libconfig 2>/dev/null))
-test_libs=(-L"$core_lib" -ltfcore -Wl,-rpath,"$core_lib" $(pkg-config --libs check jansson libconfig 2>/dev/null) -lm -pthread $sanflags)
+# the tests link the private runtime (registry, plan, ...: core/local.mk's
+# TFCORE_RUNTIME_LIBS) before the public library, as make check does
+test_libs=("$core_lib/libtfcore-runtime.a" -L"$core_lib" -ltfcore -Wl,-rpath,"$core_lib" -fopenmp -ldl $(pkg-config --libs check jansson libconfig 2>/dev/null) -lm -pthread $sanflags)
 for s in "$emu"/test_*.c "$emu"/test_*.cc; do
     b="$(basename "${s%.*}")"
     compile "$s" "$obj/tests/$b.o" "${test_cpp[@]}"
