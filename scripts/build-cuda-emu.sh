@@ -118,18 +118,24 @@ build_all "$obj/backend-cuda" -I"$top/plugins/backend-cuda" "-DTFC_CUDA_ARCHS=\"
     "$top"/plugins/backend-cuda/*.c "$top"/plugins/backend-cuda/*.cu
 nice g++ "${ldflags[@]}" -o "$dir/tfcore-backend-cuda.so" "${objs[@]}" "${emu_link[@]}" -lm
 
-# 5. comm-nccl (without MPI: the emulated runs bootstrap through the core's
-# shared memory); its driver is a test program
+# 5. comm-nccl, with bootstrap "mpi" where Open MPI is installed (its header
+# only, libmpi dlopen()ed, as plugins/comm-nccl/local.mk); its driver is a
+# test program
 nccl_src=()
 for s in "$top"/plugins/comm-nccl/*.c; do
     [ "$(basename "$s")" = comm_nccl_driver.c ] || nccl_src+=("$s")
 done
-build_all "$obj/comm-nccl" -I"$top/plugins/comm-nccl" -- "${nccl_src[@]}"
-nice g++ "${ldflags[@]}" -o "$dir/tfcore-comm-nccl.so" "${objs[@]}" "${emu_link[@]}" -lm
+nccl_mpi=()
+# shellcheck disable=SC2207 # mpicc's flags are words
+command -v mpicc >/dev/null 2>&1 && nccl_mpi=(-DTF_NCCL_WITH_MPI $(mpicc --showme:compile))
+build_all "$obj/comm-nccl" -I"$top/plugins/comm-nccl" "${nccl_mpi[@]}" -- "${nccl_src[@]}"
+nice g++ "${ldflags[@]}" -o "$dir/tfcore-comm-nccl.so" "${objs[@]}" "${emu_link[@]}" -lm -ldl
 
 # 6. test programs: the emulation's own, comm-nccl's driver, the op suites
 test_cpp=(-I"$top/core/src" $(pkg-config --cflags check jansson libconfig 2>/dev/null))
-test_libs=(-L"$core_lib" -ltfcore -Wl,-rpath,"$core_lib" $(pkg-config --libs check jansson libconfig 2>/dev/null) -lm -pthread $sanflags)
+# the tests link the private runtime (registry, plan, ...: core/local.mk's
+# TFCORE_RUNTIME_LIBS) before the public library, as make check does
+test_libs=("$core_lib/libtfcore-runtime.a" -L"$core_lib" -ltfcore -Wl,-rpath,"$core_lib" -fopenmp -ldl $(pkg-config --libs check jansson libconfig 2>/dev/null) -lm -pthread $sanflags)
 for s in "$emu"/test_*.c "$emu"/test_*.cc; do
     b="$(basename "${s%.*}")"
     compile "$s" "$obj/tests/$b.o" "${test_cpp[@]}"

@@ -106,27 +106,10 @@ fi
 exec ip netns exec "\$ns" /bin/sh -c "\$*"
 AGENT
     chmod +x "$NETNS_HOST_AGENT"
-    # host 0 reaches every other one before anything uses them: a TCP connect
-    # to a closed port there is refused (a reset) once the link carries packets
+    # host 0 reaches every other one before anything uses them
     i=1
     while [ "$i" -lt "$n" ]; do
-        eval "to=\$NETNS_HOST_IP_$i"
-        if ! ip netns exec "$NETNS_PREFIX-h0" python3 - "$to" <<'PY'
-import socket, sys, time
-for _ in range(50):
-    try:
-        socket.create_connection((sys.argv[1], 9), timeout=0.5).close()
-        sys.exit(0)
-    except ConnectionRefusedError:
-        sys.exit(0)
-    except OSError:
-        time.sleep(0.1)
-sys.exit(1)
-PY
-        then
-            echo "netns_hosts: host 0 cannot reach $to"
-            return 1
-        fi
+        netns_hosts_reach "$i" || return 1
         i=$((i + 1))
     done
     # TCP only between ranks, on the test subnet only; the out-of-band channel
@@ -145,8 +128,37 @@ netns_hosts_exec() {
     ip netns exec "$ns" "$@"
 }
 
+# netns_hosts_reach I: wait (5 s at most) until host 0 reaches host I: a TCP
+# connect to a closed port there is refused (a reset) once the link carries
+# packets; 1 with a message when it does not
+netns_hosts_reach() {
+    eval "to=\$NETNS_HOST_IP_$1"
+    if ! ip netns exec "$NETNS_PREFIX-h0" python3 - "$to" <<'PY'
+import socket, sys, time
+for _ in range(50):
+    try:
+        socket.create_connection((sys.argv[1], 9), timeout=0.5).close()
+        sys.exit(0)
+    except ConnectionRefusedError:
+        sys.exit(0)
+    except OSError:
+        time.sleep(0.1)
+sys.exit(1)
+PY
+    then
+        echo "netns_hosts: host 0 cannot reach $to"
+        return 1
+    fi
+}
+
 # netns_hosts_link_down I: cut host I's link to the others
 netns_hosts_link_down() {
     eval "ns=\$NETNS_HOST_NS_$1"
     ip -n "$ns" link set eth0 down
+}
+
+# netns_hosts_link_up I: mend it, and wait until host 0 reaches host I again
+netns_hosts_link_up() {
+    eval "ns=\$NETNS_HOST_NS_$1"
+    ip -n "$ns" link set eth0 up && netns_hosts_reach "$1"
 }
