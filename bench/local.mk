@@ -4,6 +4,7 @@
 #   bench/tokenizer_vs_hf.py   tfcore's tokenizer vs the tokenizers package
 #   bench/cpu_ops              backend-cpu ops one by one (with cpu_ops_torch.py)
 #   bench/scaling.sh           1 worker vs 2 workers (mpi, dp-master) on the CPU
+#   bench/memory_techniques.sh baseline vs gradient checkpointing vs Adafactor: time and memory by category
 if HAVE_OPENBLAS
 noinst_PROGRAMS = bench/sgemm_ceiling
 bench_sgemm_ceiling_SOURCES = bench/sgemm_ceiling.c
@@ -11,4 +12,4 @@ bench_sgemm_ceiling_CPPFLAGS = $(AM_CPPFLAGS) $(OPENBLAS_CFLAGS)
 bench_sgemm_ceiling_LDADD = $(OPENBLAS_LIBS)
 endif
 EXTRA_DIST += bench/cpu_vs_torch.sh bench/torch_train_step.py bench/scaling.sh \
-	bench/eval_vs_torch.sh bench/torch_eval_step.py
+	bench/eval_vs_torch.sh bench/torch_eval_step.py bench/memory_techniques.sh

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# The memory techniques of Hugging Face's "Efficient Training on a Single GPU"
+# guide, side by side on the CPU: full training steps (forward, backward,
+# optimizer, fp32, random ids) of one model at one batch x seq under
+#   baseline      AdamW (optim = "adamw_torch", the default)
+#   checkpointing training.gradient_checkpointing = true, AdamW
+#   adafactor     optim = "adafactor" (transformers' Adafactor as the Trainer makes it)
+#   both          gradient checkpointing + Adafactor
+# with `tfcore bench --json`: samples/s, peak RSS, peak backend memory and the
+# memory by category (weights, gradients, optimizer states, activations,
+# temporaries). ROUNDS rounds, each running the four once (the order rotated
+# every round), medians; min-max of samples/s in brackets. Step time vs the
+# baseline is the median over rounds of the ratio within a round, which a
+# machine whose load changes between rounds skews less than a ratio of medians.
+#   bench/memory_techniques.sh [ROUNDS] [STEPS] [MODEL] [BATCH] [SEQ]
+#   (default 3 rounds of 3 timed steps after 1 warm-up, MiniLM-L6, 16 x 256)
+# MODEL: MiniLM-L6 (L6 H384 A12 I1536) or bert-mini (L4 H256 A4 I1024), random
+# weights, vocab 30522. Run from the build tree's top (where core/tfcore is).
+# ZeRO is not here: tfcore does not implement it (issue 18).
+set -euo pipefail
+build="${BUILD:-$PWD}"
+tfcore="$build/core/tfcore"
+[ -x "$tfcore" ] || { echo "memory_techniques.sh: run from the build tree (no $tfcore)" >&2; exit 2; }
+rounds="${1:-3}"
+steps="${2:-3}"
+model="${3:-MiniLM-L6}"
+batch="${4:-16}"
+seq="${5:-256}"
+warmup=1
+case "$model" in
+    MiniLM-L6) shape="num_hidden_layers = 6; hidden_size = 384; num_attention_heads = 12; intermediate_size = 1536;"
+               desc="MiniLM-L6 (L6 H384 A12 I1536)" ;;
+    bert-mini) shape="num_hidden_layers = 4; hidden_size = 256; num_attention_heads = 4; intermediate_size = 1024;"
+               desc="bert-mini (L4 H256 A4 I1024)" ;;
+    *) echo "memory_techniques.sh: MODEL is MiniLM-L6 or bert-mini, not '$model'" >&2; exit 2 ;;
+esac
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+runs=(baseline checkpointing adafactor both)
+for name in "${runs[@]}"; do
+    extra=""
+    case "$name" in
+        checkpointing) extra='gradient_checkpointing = true;' ;;
+        adafactor) extra='optim = "adafactor";' ;;
+        both) extra='gradient_checkpointing = true; optim = "adafactor";' ;;
+    esac
+    cat >"$tmp/$name.cfg" <<CFG
+model = { plugin = "bert"; preset = "bert-mini"; task = "classification"; num_labels = 2;
+          vocab_size = 30522; max_position_embeddings = 512; $shape };
+data = { plugin = "synthetic"; task = "classification"; num_labels = 2; seq_len = $seq;
+         num_examples = $((batch * (steps + warmup) * 2)); eval_examples = 0; learnable = false; };
+backend = { plugin = "cpu"; };
+training = { per_device_train_batch_size = $batch; learning_rate = 5e-5; $extra };
+CFG
+done
+
+keys=(samples_per_second peak_rss_mb peak_backend_memory_mb weights gradients optimizer_states activations temporaries)
+median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+# the last line of `tfcore bench --json` -> one file per key (MiB for the categories)
+record() {
+    python3 - "$1" "$2" "${keys[@]}" <<'PY'
+import json, sys
+out, prefix, keys = sys.argv[1], sys.argv[2], sys.argv[3:]
+r = json.loads(open(out).read().strip().splitlines()[-1])
+mem = r.get("memory_bytes")
+if mem is None:
+    sys.exit("memory_techniques.sh: tfcore bench reported no memory_bytes")
+for k in keys:
+    v = r[k] if k in r else (mem[k] / 1048576.0 if k in mem else float("nan"))
+    with open(f"{prefix}.{k}", "a") as f:
+        f.write(f"{v}\n")
+PY
+}
+
+echo "machine: $(nproc) cores, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)"
+echo "date:    $(date -u +%Y-%m-%d)"
+echo "load:    $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15-min load average at the start)"
+echo "model:   $desc, random weights, vocab 30522, batch $batch x seq $seq, fp32, $warmup warm-up + $steps timed steps x $rounds rounds"
+n=${#runs[@]}
+for ((k = 0; k < rounds; k++)); do
+    for ((j = 0; j < n; j++)); do
+        name=${runs[$(((j + k) % n))]}
+        "$tfcore" bench -c "$tmp/$name.cfg" --steps "$steps" --warmup "$warmup" --json >"$tmp/out" 2>"$tmp/err" ||
+            { echo "memory_techniques.sh: $name failed:" >&2; tail -n 20 "$tmp/err" "$tmp/out" >&2; exit 1; }
+        record "$tmp/out" "$tmp/$name"
+    done
+done
+echo "load:    $(cut -d' ' -f1-3 /proc/loadavg) (at the end)"
+
+printf '\n| run | samples/s | (min-max) | step time vs baseline | peak RSS MiB | peak backend MiB | weights MiB | gradients MiB | optimizer states MiB | activations MiB | temporaries MiB |\n'
+printf '|---|---|---|---|---|---|---|---|---|---|---|\n'
+for name in "${runs[@]}"; do
+    for key in "${keys[@]}"; do eval "m_$key=\$(median <\"$tmp/$name.$key\")"; done
+    [ "$name" = baseline ] && { b_opt=$m_optimizer_states; b_act=$m_activations; }
+    ratio=$(paste "$tmp/baseline.samples_per_second" "$tmp/$name.samples_per_second" | awk '{print $1 / $2}' | median)
+    range=$(sort -g "$tmp/$name.samples_per_second" | awk 'NR==1{lo=$1} {hi=$1} END {printf "%.2f-%.2f", lo, hi}')
+    printf '| %s | %.2f | %s | %.2fx | %.0f | %.0f | %.1f | %.1f | %.1f | %.1f | %.1f |\n' "$name" \
+        "$m_samples_per_second" "$range" "$ratio" \
+        "$m_peak_rss_mb" "$m_peak_backend_memory_mb" "$m_weights" "$m_gradients" "$m_optimizer_states" \
+        "$m_activations" "$m_temporaries"
+    eval "r_$name=$ratio; o_$name=$m_optimizer_states; a_$name=$m_activations"
+done
+echo
+awk -v t="$r_checkpointing" -v ba="$b_act" -v ca="$a_checkpointing" -v bo="$b_opt" -v ao="$o_adafactor" \
+    'BEGIN {printf "headline: checkpointing %.2fx step time, activations /%.1f; adafactor optimizer states /%.0f (medians of '"$rounds"' rounds)\n", t, ba / ca, bo / ao}'
