@@ -47,6 +47,13 @@ const tf_st_tensor *tf_safetensors_set_at(const tf_safetensors_set *set, size_t 
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
+static bool has_control(const char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f) return true;
+    return false;
+}
+
 /* The index's shard names, checked and sorted without repeats, into *names
  * (pointers into the JSON, which outlives them). */
 static tf_status shard_names(const char *index, json_t *map, const char ***names, size_t *n, tf_error *err)
@@ -59,12 +66,18 @@ static tf_status shard_names(const char *index, json_t *map, const char ***names
     json_t *file;
     json_object_foreach(map, tensor, file) {
         const char *s = json_string_value(file);
+        /* names go into one-line errors: none may carry a control byte */
+        if (has_control(tensor) || (s && has_control(s))) {
+            free(v);
+            return tf_error_set(err, TF_ERR_DATA, "%s: weight_map entry %zu: a control character in its %s", index,
+                                k + 1, has_control(tensor) ? "tensor name" : "shard name");
+        }
         if (!s) {
             free(v);
             return tf_error_set(err, TF_ERR_DATA, "%s: weight_map['%s'] is not a string", index, tensor);
         }
         /* a shard lives in the folder itself: no path may lead out of it */
-        if (!*s || strchr(s, '/') || !strcmp(s, ".") || !strcmp(s, "..")) {
+        if (!*s || strchr(s, '/') || strchr(s, '\\') || !strcmp(s, ".") || !strcmp(s, "..")) {
             free(v);
             return tf_error_set(err, TF_ERR_DATA,
                                 "%s: weight_map['%s'] = '%s': a shard must be a file name in the model's folder",
