@@ -41,6 +41,7 @@ typedef struct beat_msg {
 typedef struct peer {
     struct sockaddr_in addr;
     char host[INET_ADDRSTRLEN];
+    bool reachable;          /* it gave an address */
     bool heard;
     double at;               /* tf_now() when its last datagram came */
     beat_msg last;
@@ -233,7 +234,7 @@ static void *beat_main(void *arg)
             beat_msg m;
             compose(p, &m, now);
             for (int k = 0; k < p->world; k++)
-                if (beats_to(p, k)) /* a cut link fails here or nowhere: either way, nothing to do */
+                if (beats_to(p, k) && p->peers[k].reachable) /* a cut link fails here or nowhere: nothing to do */
                     (void)sendto(p->fd, &m, sizeof m, MSG_DONTWAIT, (const struct sockaddr *)&p->peers[k].addr,
                                  sizeof p->peers[k].addr);
             next = now + TF_COMM_PEERS_BEAT_S;
@@ -256,10 +257,9 @@ tf_status tf_comm_peers_start(tf_comm_peers *p, const double *exchange, const tf
         q->addr.sin_family = AF_INET;
         q->addr.sin_addr.s_addr = htonl((uint32_t)e[0]);
         q->addr.sin_port = htons((uint16_t)e[1]);
-        if (!inet_ntop(AF_INET, &q->addr.sin_addr, q->host, sizeof q->host)) snprintf(q->host, sizeof q->host, "?");
-        if (k != p->rank && (e[0] <= 0 || e[1] <= 0))
-            return tf_error_set(err, TF_ERR_RUNTIME, "rank %d: the heartbeat's address exchange gave rank %d none", p->rank,
-                                k);
+        q->reachable = e[0] > 0 && e[1] > 0; /* 0: that rank could not open its socket */
+        if (!q->reachable || !inet_ntop(AF_INET, &q->addr.sin_addr, q->host, sizeof q->host))
+            snprintf(q->host, sizeof q->host, "?");
     }
     int rc = pthread_create(&p->th, NULL, beat_main, p);
     if (rc) return tf_error_set(err, TF_ERR_RUNTIME, "rank %d: cannot start the heartbeat thread: %s", p->rank, strerror(rc));

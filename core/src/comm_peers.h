@@ -44,7 +44,9 @@ tf_status tf_comm_peers_open(int rank, int world, tf_comm_peers **out, tf_error 
  * TF_COMM_PEERS_SLOT] of doubles gets them at [rank * TF_COMM_PEERS_SLOT];
  * the all-reduce (sum) of every rank's array is what tf_comm_peers_start takes. */
 void tf_comm_peers_fill(const tf_comm_peers *p, double *exchange);
-/* Start beating `own` (this rank's recorder slot) to the peers and listening. */
+/* Start beating `own` (this rank's recorder slot) to the peers and listening.
+ * A rank whose entries are zero (it could not open its socket) is not
+ * beaten to, and is "never heard from". */
 tf_status tf_comm_peers_start(tf_comm_peers *p, const double *exchange, const tf_comm_rank_log *own, tf_error *err);
 /* Stop the thread and close the socket (NULL is fine). */
 void tf_comm_peers_close(tf_comm_peers *p);

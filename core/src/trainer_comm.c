@@ -16,16 +16,21 @@ static bool host_backend(const tf_trainer *t)
 }
 
 /* The heartbeat across machines (comm_peers.h): every rank's address in one
- * all-reduce, then a thread. */
+ * all-reduce (always, so that the ranks' collectives stay in step), then a
+ * thread. A rank that cannot have one trains without it (a warning). */
 static tf_status start_peers(tf_trainer *t, tf_error *err)
 {
     size_t n = (size_t)t->w.world * TF_COMM_PEERS_SLOT;
     double *exchange = calloc(n, sizeof *exchange);
     if (!exchange) return tf_error_set(err, TF_ERR_RUNTIME, "out of memory for the heartbeat's addresses");
-    tf_status st = tf_comm_peers_open(t->w.rank, t->w.world, &t->peers, err);
-    if (!st) tf_comm_peers_fill(t->peers, exchange);
-    if (!st) st = tf_trainer_allreduce_host(t, exchange, n, TF_DTYPE_F64, TF_REDUCE_SUM, err);
-    if (!st) st = tf_comm_peers_start(t->peers, exchange, t->rec, err);
+    tf_error why = {0};
+    if (tf_comm_peers_open(t->w.rank, t->w.world, &t->peers, &why) == TF_OK) tf_comm_peers_fill(t->peers, exchange);
+    tf_status st = tf_trainer_allreduce_host(t, exchange, n, TF_DTYPE_F64, TF_REDUCE_SUM, err);
+    if (!st && t->peers && tf_comm_peers_start(t->peers, exchange, t->rec, &why) != TF_OK) {
+        tf_comm_peers_close(t->peers);
+        t->peers = NULL;
+    }
+    if (!t->peers) tf_warn("%s: no heartbeat across machines from this rank", why.msg);
     free(exchange);
     return st;
 }
