@@ -233,6 +233,14 @@ else
     for p in $(left cutnokeep); do kill -9 "$p" 2>/dev/null; done
 fi
 
+# tfcore's keepalive defaults are on mpirun's line where the test gave none, and
+# only there (the test's own 2, 1, 3 win)
+if grep -q "running 2 ranks under mpirun: .* --mca oob_tcp_keepalive_time 10 --mca oob_tcp_keepalive_intvl 5 --mca oob_tcp_keepalive_probes 3 " "$tmp/cutnokeep.out" &&
+    ! grep -q "oob_tcp_keepalive_time 10" "$tmp/cut1.out"; then ok; else
+    bad "tfcore's default keepalive is not on mpirun's line of cutnokeep, or is on cut1's"
+    grep -h "running 2 ranks under mpirun" "$tmp/cutnokeep.out" "$tmp/cut1.out"
+fi
+
 # --- a rank stopped on the second host: named by the heartbeat across hosts --------
 start_long stop1 "$nokeep_comm"
 pid=$(rank_on_host1 stop1)
