@@ -3,7 +3,8 @@
  * when one goes silent (its heartbeat stopped, as a SIGSTOP or a cut link
  * does) while the other waits past comm.timeout_s, the report names it, its
  * host and its last phase. tests/test_multihost.sh runs it across network
- * namespaces end to end. */
+ * namespaces end to end. A job of 70 ranks checks the fan-out of a large job
+ * (rank 0 hears everyone, the others the 64 ranks before them). */
 #include <arpa/inet.h>
 #include <check.h>
 #include <netinet/in.h>
@@ -115,6 +116,42 @@ START_TEST(test_never_heard)
 }
 END_TEST
 
+START_TEST(test_large_job_fanout)
+{
+    /* 70 ranks: each beats to rank 0 and the 64 ranks after it, so rank 0
+     * hears all 69 others and rank 5 hears 64 (ranks 6..10 beat past it) */
+    enum { W = 70 };
+    setenv("OMPI_MCA_btl_tcp_if_include", "lo", 1);
+    tf_comm_recorder *rec = calloc(1, tf_comm_recorder_bytes(W));
+    ck_assert_ptr_nonnull(rec);
+    tf_comm_recorder_init(rec, W);
+    static tf_comm_peers *p[W];
+    static double exchange[W * TF_COMM_PEERS_SLOT];
+    memset(exchange, 0, sizeof exchange);
+    tf_error err = {0};
+    for (int r = 0; r < W; r++) {
+        ck_assert_msg(tf_comm_peers_open(r, W, &p[r], &err) == TF_OK, "%s", err.msg);
+        tf_comm_peers_fill(p[r], exchange);
+    }
+    for (int r = 0; r < W; r++) { /* every rank waits in all-reduce #1 */
+        tf_comm_rec_where(&rec->rank[r], TF_WHERE_COMM, 3, 0);
+        tf_comm_rec_block(&rec->rank[r], tf_comm_rec_enter(&rec->rank[r], TF_COMM_ALLREDUCE, 64, 0, 0));
+    }
+    for (int r = 0; r < W; r++) ck_assert(tf_comm_peers_start(p[r], exchange, &rec->rank[r], &err) == TF_OK);
+    nap(1.0);
+    static char out[1 << 16];
+    ck_assert(tf_comm_peers_overdue(p[0], mono(), 0.5, out, sizeof out));
+    ck_assert_msg(strstr(out, "no rank is behind: every rank has waited"), "%.300s", out);
+    ck_assert_msg(strstr(out, "\nrank 69 (host 127.0.0.1): waiting "), "%.300s", out);
+    ck_assert_msg(!strstr(out, "not heard from here"), "%.300s", out);
+    ck_assert(tf_comm_peers_overdue(p[5], mono(), 0.5, out, sizeof out));
+    ck_assert_msg(strstr(out, "\n(5 ranks not heard from here: rank 0's report lists every rank)\n"), "%.300s", out);
+    ck_assert_msg(!strstr(out, "\nrank 6 ") && strstr(out, "\nrank 11 (host 127.0.0.1): waiting "), "%.300s", out);
+    for (int r = 0; r < W; r++) tf_comm_peers_close(p[r]);
+    free(rec);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("comm_peers");
@@ -122,6 +159,7 @@ int main(void)
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_silent_peer_named);
     tcase_add_test(tc, test_never_heard);
+    tcase_add_test(tc, test_large_job_fanout);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
