@@ -11,7 +11,8 @@ core_libtfcore_runtime_la_SOURCES += \
 	core/src/preflight.c core/src/preflight.h \
 	core/src/trainer_comm.c \
 	core/src/grad_buckets.c core/src/grad_buckets.h \
-	core/src/comm_recorder.c core/src/comm_recorder.h
+	core/src/comm_recorder.c core/src/comm_recorder.h \
+	core/src/comm_peers.c core/src/comm_peers.h
 
 # The strategies end to end: equivalence with one worker, overlap order,
 # uneven shards, killed workers (tests/test_parallel.sh), and the tool that
@@ -28,3 +29,9 @@ tests_test_comm_recorder_SOURCES = tests/test_comm_recorder.c
 tests_test_comm_recorder_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_test_comm_recorder_LDADD = $(TEST_LDADD)
 TESTS += tests/test_comm_recorder
+# The ranks' heartbeat across machines and its report (comm_peers.c).
+check_PROGRAMS += tests/test_comm_peers
+tests_test_comm_peers_SOURCES = tests/test_comm_peers.c
+tests_test_comm_peers_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_test_comm_peers_LDADD = $(TEST_LDADD)
+TESTS += tests/test_comm_peers

@@ -110,5 +110,17 @@ else
     report_fail "abort from rank 3 of 4 did not end the job as expected" "$rc" "$log"
 fi
 
+# bounded: reduce, broadcast and barrier give up after comm.timeout_s (+ 2 s)
+# while the last rank never joins; rank 0 then aborts the job.
+log="$tmp/bounded.log"
+timeout 90 $launch -np 2 "$driver" bounded >"$log" 2>&1
+rc=$?
+if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && grep -q '^test_comm_mpi_driver: rank 0 bounded: 3 passed, 0 failed$' "$log"; then
+    pass=$((pass + 3))
+    echo "ok: reduce, broadcast and barrier bounded by comm.timeout_s ($(grep -c 'gave up after' "$log") gave up)"
+else
+    report_fail "reduce, broadcast or barrier not bounded by comm.timeout_s" "$rc" "$log"
+fi
+
 echo "test_comm_mpi: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -498,7 +498,7 @@ static void mode_mpi_error(void)
     tf_status st = cvt->broadcast(s.c, b, rank_ == 0 ? 8 : 4, TF_DTYPE_U8, 0, &err);
     if (rank_ != 0) {
         char want[128];
-        snprintf(want, sizeof want, "comm-mpi: rank %d of %d: MPI_Bcast of 4 bytes (U8) from root 0 "
+        snprintf(want, sizeof want, "comm-mpi: rank %d of %d: MPI_Ibcast of 4 bytes (U8) from root 0 "
                  "(bytes 0..3) failed: ", rank_, size_);
         check(st == TF_ERR_RUNTIME && strstr(err.msg, want) && strstr(err.msg, "truncat") &&
                   !strchr(err.msg, '\n'),
@@ -526,6 +526,40 @@ static void mode_abort(void)
     float x[4];
     cvt->broadcast(s.c, x, 4, TF_DTYPE_F32, last, &err); /* never completes: rank `last` aborts */
     die("broadcast returned after the root aborted: %s", err.msg);
+}
+
+/* comm.timeout_s bounds reduce, broadcast and barrier too: with the last rank
+ * never joining, each gives up on rank 0 after timeout_s (1 s) + the 2 s
+ * grace, with the timeout's line; then rank 0 ends the job (abort). */
+static double now_s(void);
+
+static void mode_bounded(void)
+{
+    scenario s = {"bounded", &host_view, "timeout_s = 1.0;", NULL, NULL};
+    tf_error err = {0};
+    if (open_comm(&s, rank_, size_, &err)) die("init: %s", err.msg);
+    int last = size_ - 1;
+    if (rank_ == last) { /* stalled: the others' collectives never complete */
+        sleep(60);
+        die("rank %d was not stopped by the abort", rank_);
+    }
+    static float x[4] = {1, 2, 3, 4}; /* MPI keeps the abandoned requests: static memory */
+    const char *ops[] = {"barrier", "broadcast", "reduce"};
+    for (int i = 0; i < 3; i++) {
+        double t0 = now_s();
+        tf_status st = i == 0   ? cvt->barrier(s.c, &err)
+                       : i == 1 ? cvt->broadcast(s.c, x, 4, TF_DTYPE_F32, last, &err)
+                                : cvt->reduce(s.c, x, 4, TF_DTYPE_F32, TF_REDUCE_SUM, 0, &err); /* the root waits */
+        double took = now_s() - t0;
+        check(st == TF_ERR_RUNTIME && strstr(err.msg, "did not finish in 1 s (comm.timeout_s, and 2 s more)") &&
+                  took >= 2.9 && took < 8,
+              "%s with rank %d absent: status %d after %.1f s: '%s'", ops[i], last, st, took, err.msg);
+        printf("test_comm_mpi_driver: rank %d: %s gave up after %.1f s: %s\n", rank_, ops[i], took, err.msg);
+    }
+    printf("test_comm_mpi_driver: rank %d %s: %d passed, %d failed\n", rank_, mode_, passed, failed);
+    fflush(stdout);
+    cvt->abort(s.c, "bounded: done");
+    die("abort returned");
 }
 
 /* MPI started by the application (at MPI_THREAD_SINGLE) before the plugin:
@@ -652,7 +686,7 @@ int main(int argc, char **argv)
 {
     rank_ = env_int("OMPI_COMM_WORLD_RANK");
     size_ = env_int("OMPI_COMM_WORLD_SIZE");
-    if (argc < 2) die("usage: %s collectives DIR | errors | mpi-error | abort | preinit | overlap", argv[0]);
+    if (argc < 2) die("usage: %s collectives DIR | errors | mpi-error | abort | bounded | preinit | overlap", argv[0]);
     mode_ = argv[1];
     if (size_ < 2) die("run me with at least 2 ranks");
     load_plugins();
@@ -661,6 +695,7 @@ int main(int argc, char **argv)
     else if (strcmp(mode_, "errors") == 0) mode_errors();
     else if (strcmp(mode_, "mpi-error") == 0) mode_mpi_error();
     else if (strcmp(mode_, "abort") == 0) mode_abort();
+    else if (strcmp(mode_, "bounded") == 0) mode_bounded();
     else if (strcmp(mode_, "preinit") == 0) mode_preinit();
     else if (strcmp(mode_, "overlap") == 0) mode_overlap(argc, argv);
     else die("unknown mode '%s'", mode_);

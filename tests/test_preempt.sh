@@ -8,6 +8,9 @@
 #    is written, one line says so, the exit status is 75; resuming with
 #    resume_from_checkpoint = "last" ends with the uninterrupted run's
 #    parameters, bit for bit;
+#  - SIGTERM pinned to each phase of a step (forward, backward, all-reduce,
+#    optimizer, evaluation; TFCORE_TEST_SIGNAL_PHASE) for 1 worker, mpi x2
+#    and the process launcher x2: the same;
 #  - a real `kill -TERM` to the launcher of 1 worker, mpi x2 (the launcher
 #    passes it on through mpirun) and the process launcher x2: the same;
 #  - Ctrl-C on a terminal (a pty) with the process launcher and mpi x2: one
@@ -35,7 +38,7 @@ ok() { pass=$((pass + 1)); }
 bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 export TFCORE_PLUGIN_PATH="$top_builddir/tests/comm-shm/.libs${TFCORE_PLUGIN_PATH:+:$TFCORE_PLUGIN_PATH}"
 have_plugin() { "$tfcore" plugins 2>/dev/null | grep -Eq "^ *comm +$1 "; }
-unset TFCORE_TEST_SIGNAL TFCORE_TEST_SIGNAL_AT_STEP TFCORE_TEST_SIGNAL_IN_SAVE
+unset TFCORE_TEST_SIGNAL TFCORE_TEST_SIGNAL_AT_STEP TFCORE_TEST_SIGNAL_IN_SAVE TFCORE_TEST_SIGNAL_PHASE
 
 # cfg NAME STEPS SAVE_STEPS [COMM_SECTION]: bert-tiny, dropout on (the default 0.1)
 cfg() {
@@ -120,6 +123,42 @@ else skip=$((skip + 1)); fi
 if have_plugin mpi; then
     cfg mpi 8 3 'comm = { plugin = "mpi"; world_size = 2; };' && at_step mpi TERM 4
 else skip=$((skip + 1)); fi
+
+# --- 1b. SIGTERM pinned to each phase of step 4 (TFCORE_TEST_SIGNAL_PHASE) -------
+# forward and backward of the micro-batch, the all-reduce (gradient buckets in
+# flight), the optimizer, the evaluation after the step: the signal raised
+# on rank 0 there is agreed on at that step's or the next step's loss
+# all-reduce, the checkpoint of that step is written, exit 75, and the run
+# resumed from "last" ends bit for bit as the uninterrupted one. The step the
+# run stopped after tells the phase was the one asked for.
+# pcfg NAME [COMM_SECTION]: 8 steps, checkpoints every 3, evaluation every 2
+pcfg() {
+    cfg "$1" 8 3 "${2:-}"
+    sed -i 's/eval_examples = 0;/eval_examples = 16;/; s/eval_strategy = "no";/eval_strategy = "steps"; eval_steps = 2;/' \
+        "$tmp/$1.cfg"
+}
+# phases NAME [COMM_SECTION]: one uninterrupted run, then SIGTERM in each phase
+phases() {
+    pbase=$1
+    pcfg "$pbase" "${2:-}"
+    full "$pbase"
+    for ph in forward backward allreduce optimizer eval; do
+        pn="${pbase}_$ph"
+        pcfg "$pn" "${2:-}"
+        mkdir -p "$tmp/${pn}_full"
+        cp "$tmp/${pbase}_full/model.safetensors" "$tmp/${pn}_full/"
+        TFCORE_TEST_SIGNAL_PHASE=$ph TFCORE_TEST_SIGNAL_AT_STEP=4 run "$pn"
+        stopped "$pn" SIGTERM || continue
+        # a signal before step 4's loss all-reduce stops after step 4; one in
+        # its optimizer or the evaluation after it, after step 5
+        case $ph in optimizer | eval) want=5 ;; *) want=4 ;; esac
+        if [ "$step" = "$want" ]; then ok; else bad "$pn: stopped after step $step, expected $want"; fi
+        resumed "$pn"
+    done
+}
+phases ph_one
+if have_plugin mpi; then phases ph_mpi 'comm = { plugin = "mpi"; world_size = 2; };'; else skip=$((skip + 1)); fi
+if have_plugin shm; then phases ph_shm 'comm = { plugin = "shm"; world_size = 2; };'; else skip=$((skip + 1)); fi
 
 # --- 2. kill -TERM from outside, mid-run ----------------------------------------
 cfg kill_one 60 50 && killed kill_one SIGTERM

@@ -178,6 +178,7 @@ typedef struct rank_view {
     bool has_blocked;
     tf_comm_event blocked; /* the one it is inside a blocking call of */
     double heartbeat;
+    bool remote, unknown;
 } rank_view;
 
 static void view(const tf_comm_rank_log *l, rank_view *v)
@@ -189,6 +190,8 @@ static void view(const tf_comm_rank_log *l, rank_view *v)
     v->micro = l->micro;
     v->where_since = l->where_since;
     v->heartbeat = l->heartbeat;
+    v->remote = l->remote != 0;
+    v->unknown = l->remote == 2;
     uint64_t blocked = __atomic_load_n(&l->blocked, __ATOMIC_ACQUIRE);
     uint64_t lo = v->entered > TF_COMM_RECORDER_DEPTH ? v->entered - TF_COMM_RECORDER_DEPTH + 1 : 1;
     for (uint64_t s = lo; s <= v->entered && s; s++) {
@@ -273,17 +276,30 @@ static void put_where(text *t, const rank_view *v)
     }
 }
 
-static void put_rank_line(text *t, int k, const rank_view *v, double now, bool behind)
+/* "rank 3" or "rank 3 (host 10.0.0.4)". */
+static void put_rank(text *t, int k, const char *const *hosts)
 {
+    put(t, "rank %d", k);
+    if (hosts && hosts[k] && hosts[k][0]) put(t, " (host %s)", hosts[k]);
+}
+
+static void put_rank_line(text *t, int k, const char *const *hosts, const rank_view *v, double now, bool behind)
+{
+    put_rank(t, k, hosts);
     if (!behind && v->has_blocked) {
-        put(t, "rank %d: waiting %.0f s in %s #%llu", k, waited(v, now), tf_comm_kind_name(v->blocked.kind),
+        put(t, ": waiting %.0f s in %s #%llu", waited(v, now), tf_comm_kind_name(v->blocked.kind),
             (unsigned long long)v->blocked.seq);
         put_event_detail(t, &v->blocked);
     } else {
-        put(t, "rank %d%s: last seen at ", k, behind ? " is behind" : "");
+        put(t, "%s: last seen at ", behind ? " is behind" : "");
         put_where(t, v);
         if (v->where_since > 0) put(t, " %.0f s ago", now - v->where_since);
-        if (silent(v, now)) put(t, "; its process has not run for %.0f s (stopped?)", now - v->heartbeat);
+        if (v->remote && v->heartbeat <= 0)
+            put(t, "; never heard from (its heartbeat does not reach this host: a firewall?)");
+        else if (silent(v, now) && v->remote)
+            put(t, "; no heartbeat from it for %.0f s (stopped, or its host unreachable)", now - v->heartbeat);
+        else if (silent(v, now))
+            put(t, "; its process has not run for %.0f s (stopped?)", now - v->heartbeat);
         if (v->has_blocked)
             put(t, "; inside %s #%llu", tf_comm_kind_name(v->blocked.kind), (unsigned long long)v->blocked.seq);
         else if (v->has_last)
@@ -301,7 +317,7 @@ void tf_comm_recorder_rank_line(const tf_comm_recorder *r, int rank, double now,
     if (n) out[0] = '\0';
     rank_view v;
     view(&r->rank[rank], &v);
-    put_rank_line(&t, rank, &v, now, false);
+    put_rank_line(&t, rank, NULL, &v, now, false);
     if (t.len && out[t.len - 1] == '\n') out[--t.len] = '\0';
 }
 
@@ -317,6 +333,12 @@ static void put_ranks(text *t, const bool *flag, int world)
 }
 
 bool tf_comm_recorder_overdue(const tf_comm_recorder *r, double now, double timeout_s, char *out, size_t n)
+{
+    return tf_comm_recorder_overdue_on(r, NULL, now, timeout_s, out, n);
+}
+
+bool tf_comm_recorder_overdue_on(const tf_comm_recorder *r, const char *const *hosts, double now, double timeout_s,
+                                 char *out, size_t n)
 {
     enum { MAX_LISTED = 4096 };
     int world = r->world < MAX_LISTED ? r->world : MAX_LISTED;
@@ -337,12 +359,23 @@ bool tf_comm_recorder_overdue(const tf_comm_recorder *r, double now, double time
      * (it computes, or is stuck), that has not entered the collectives the
      * front has, or whose process does not run. The ranks are read again:
      * a line shows what the rank did last, even if it moved meanwhile. */
-    int nbehind = 0;
+    int nbehind = 0, nwaiting = 0;
     for (int k = 0; k < world; k++) {
         view(&r->rank[k], &v);
-        behind[k] = !v.has_blocked || v.entered < front || silent(&v, now);
-        waiting[k] = !behind[k];
+        behind[k] = !v.unknown && (!v.has_blocked || v.entered < front || silent(&v, now));
+        waiting[k] = !behind[k] && !v.unknown;
         nbehind += behind[k];
+        nwaiting += waiting[k];
+    }
+    /* the headline's wait: the longest of the ranks that wait (what a silent
+     * rank said last is not a wait anyone sees) */
+    for (int k = 0, first = 1; k < world && nwaiting > 0 && nbehind > 0; k++) {
+        view(&r->rank[k], &v);
+        if (waiting[k] && (first || waited(&v, now) > oldest)) {
+            oldest = waited(&v, now);
+            front_view = v;
+            first = 0;
+        }
     }
     text t = {out, n, 0};
     if (n) out[0] = '\0';
@@ -351,29 +384,37 @@ bool tf_comm_recorder_overdue(const tf_comm_recorder *r, double now, double time
         put(&t, "no rank is behind: every rank has waited %.0f s or more in %s #%llu (the transport is stuck)\n",
             oldest, tf_comm_kind_name(front_view.blocked.kind), (unsigned long long)front_view.blocked.seq);
     } else {
-        put(&t, "rank%s ", nbehind > 1 ? "s" : "");
-        put_ranks(&t, behind, world);
-        put(&t, " %s behind", nbehind > 1 ? "are" : "is");
-        if (nbehind == 1)
+        if (nbehind == 1) {
             for (int k = 0; k < world; k++)
                 if (behind[k]) {
                     view(&r->rank[k], &v);
-                    put(&t, ": last seen at ");
+                    put_rank(&t, k, hosts);
+                    put(&t, " is behind: last seen at ");
                     put_where(&t, &v);
-                    if (silent(&v, now)) put(&t, ", its process not running (stopped?)");
+                    if (v.where_since > 0 && v.remote) put(&t, " %.0f s ago", now - v.where_since);
+                    if (silent(&v, now) && v.remote) put(&t, ", no heartbeat from it for %.0f s", now - v.heartbeat);
+                    else if (silent(&v, now)) put(&t, ", its process not running (stopped?)");
                 }
-        if (nbehind < world) {
-            put(&t, "; rank%s ", world - nbehind > 1 ? "s" : "");
+        } else {
+            put(&t, "ranks ");
+            put_ranks(&t, behind, world);
+            put(&t, " are behind");
+        }
+        if (nwaiting > 0) {
+            put(&t, "; rank%s ", nwaiting > 1 ? "s" : "");
             put_ranks(&t, waiting, world);
             put(&t, " waiting %.0f s in %s #%llu", oldest, tf_comm_kind_name(front_view.blocked.kind),
                 (unsigned long long)front_view.blocked.seq);
         }
         put(&t, "\n");
     }
+    int unknown = 0;
     for (int k = 0; k < world; k++) {
         view(&r->rank[k], &v);
-        put_rank_line(&t, k, &v, now, behind[k]);
+        if (v.unknown) unknown++;
+        else put_rank_line(&t, k, hosts, &v, now, behind[k]);
     }
+    if (unknown) put(&t, "(%d ranks not heard from here: rank 0's report lists every rank)\n", unknown);
     if (r->world > world) put(&t, "(%d more ranks not listed)\n", r->world - world);
     return true;
 }

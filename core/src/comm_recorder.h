@@ -61,7 +61,10 @@ typedef struct tf_comm_rank_log {
     int32_t pid;            /* the rank's process (its launcher can stop it) */
     int32_t where;          /* tf_comm_where */
     int64_t step;           /* as in tf_comm_event */
-    int32_t micro, pad;
+    int32_t micro;
+    int32_t remote;         /* 1: a copy of what another host's rank last said over the network
+                               (comm_peers.h), its heartbeat when that came; 2: a rank the
+                               reader does not hear from (left out of the report) */
     double where_since;     /* when it got there */
     uint64_t entered;       /* seq of the last collective entered (0: none) */
     uint64_t blocked;       /* seq of the collective the rank is inside a blocking call of (0: none) */
@@ -116,6 +119,10 @@ double tf_comm_recorder_oldest(const tf_comm_recorder *r, double now);
  * headline (naming the rank(s) behind) and one line per rank into out[n]
  * (lines end with '\n') and returns true. */
 bool tf_comm_recorder_overdue(const tf_comm_recorder *r, double now, double timeout_s, char *out, size_t n);
+/* The same, naming each rank's host (hosts[world] of strings, or NULL):
+ * "rank 1 (host 10.0.0.2) is behind: ...". */
+bool tf_comm_recorder_overdue_on(const tf_comm_recorder *r, const char *const *hosts, double now, double timeout_s,
+                                 char *out, size_t n);
 /* One line saying where rank `rank` is (its own view), into out[n]. */
 void tf_comm_recorder_rank_line(const tf_comm_recorder *r, int rank, double now, char *out, size_t n);
 

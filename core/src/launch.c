@@ -25,6 +25,7 @@
 #ifndef TF_MPIRUN
 #define TF_MPIRUN "mpirun" /* compiled outside the configured tree (scripts/fuzz.sh) */
 #endif
+#include "comm_peers.h"
 #include "comm_recorder.h"
 #include "launch.h"
 #include "stop_signal.h"
@@ -47,6 +48,24 @@
  * when it is gone, even if mpirun is wedged and does not stop them). */
 #define ENV_READY_FILE "TFCORE_MPI_READY_FILE"
 #define ENV_LAUNCHER_PID "TFCORE_LAUNCHER_PID"
+/* The machine (boot id and PID namespace) of the launching tfcore: a rank
+ * watches ENV_LAUNCHER_PID only where that pid means the same process. */
+#define ENV_LAUNCHER_MACHINE "TFCORE_LAUNCHER_MACHINE"
+/* For every job tfcore starts under mpirun: a file on the launcher's machine
+ * that a rank there appends its report to when its collective ran past
+ * comm.timeout_s; the launcher then stops mpirun (which would otherwise wait
+ * for a lost machine's daemon until TCP gives up). Ranks elsewhere find no
+ * such file and report through their own lines. */
+#define ENV_REPORT_FILE "TFCORE_MPI_REPORT_FILE"
+
+/* Open MPI's keepalive on mpirun's channel to the daemons of other machines,
+ * given by default when ranks run elsewhere (the user's mpirun_args or
+ * OMPI_MCA_oob_tcp_keepalive_* win): a daemon whose machine drops off the
+ * network is lost after about 10 s idle + 3 probes 5 s apart, not Linux's
+ * 300 s + 9 x 20 s. */
+#define KEEPALIVE_TIME_S "10"
+#define KEEPALIVE_INTVL_S "5"
+#define KEEPALIVE_PROBES "3"
 
 /* How many ranks mpirun may start on this machine alone: a rank is a process
  * with its own model and a team of threads, and mpirun keeps pipes and
@@ -208,16 +227,37 @@ typedef struct stall_watch {
     double next;       /* tf_now() of the next look */
     bool fired;
     tf_error err;      /* the headline, once fired */
+    const char *report; /* ENV_REPORT_FILE's file, or NULL */
 } stall_watch;
+
+/* A rank on this machine reported its collective timeout into sw->report:
+ * its headline becomes the launcher's error. */
+static bool report_check(stall_watch *sw)
+{
+    struct stat sb;
+    if (!sw->report || stat(sw->report, &sb) != 0 || sb.st_size == 0) return false;
+    char line[TF_ERROR_MSG_MAX] = "";
+    FILE *f = fopen(sw->report, "r");
+    if (f) {
+        if (!fgets(line, sizeof line, f)) line[0] = '\0';
+        fclose(f);
+    }
+    line[strcspn(line, "\n")] = '\0';
+    tf_error_set(&sw->err, TF_ERR_RUNTIME, "%s; mpirun was stopped",
+                 line[0] ? line : "a rank's collective ran past comm.timeout_s");
+    sw->fired = true;
+    return true;
+}
 
 /* Look (at most every WATCH_INTERVAL_NS, or now when `force`): true when a
  * collective is overdue, after printing the report. */
 static bool stall_check(stall_watch *sw, bool force)
 {
-    if (!sw || !sw->rec || sw->fired) return false;
+    if (!sw || sw->fired || (!sw->rec && !sw->report)) return false;
     double now = tf_now();
     if (!force && now < sw->next) return false;
     sw->next = now + WATCH_INTERVAL_NS * 1e-9;
+    if (!sw->rec) return report_check(sw);
     char *report = malloc(REPORT_BYTES);
     if (!report) return false;
     bool overdue = tf_comm_recorder_overdue(sw->rec, now, sw->timeout_s, report, REPORT_BYTES);
@@ -226,7 +266,7 @@ static bool stall_check(stall_watch *sw, bool force)
         sw->fired = true;
     }
     free(report);
-    return overdue;
+    return overdue || report_check(sw);
 }
 
 /* --- hints and checks before any work ---------------------------------------- */
@@ -353,6 +393,57 @@ tf_status tf_launch_check_devices(const tf_plan *plan, tf_error *err)
 /* Train as worker w. A failing worker of a multi-worker job prints its own
  * error (it may not get the chance later: the comm plugin's abort can end the
  * process) and then stops the others. */
+static void *exit_after(void *arg)
+{
+    struct timespec ts = {(time_t)(intptr_t)arg, 0};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+    tf_log(TF_LOG_ERROR, "the comm's abort did not end this rank in %d s (its launcher unreachable?): ending it",
+           (int)(intptr_t)arg);
+    _exit(TF_ERR_RUNTIME);
+    return NULL;
+}
+
+/* End this process after `seconds` whatever happens: a comm abort that
+ * cannot reach the job's launcher (MPI_Abort on a machine cut off from
+ * mpirun's) must not leave the rank behind. */
+static void exit_later(double seconds)
+{
+    pthread_t th;
+    if (pthread_create(&th, NULL, exit_after, (void *)(intptr_t)seconds) == 0) pthread_detach(th);
+}
+
+/* This rank's collective ran past comm.timeout_s and no launcher on this
+ * machine reads its recorder: the report from what it heard of every rank
+ * (comm_peers.h), else its own line; the headline also into the launcher's
+ * report file when that is on this machine (ENV_REPORT_FILE). */
+static void report_own_timeout(tf_trainer *t, double timeout_s)
+{
+    char *report = malloc(REPORT_BYTES);
+    if (!report) return;
+    double now = tf_now();
+    if (!tf_comm_peers_overdue(t->peers, now, timeout_s, report, REPORT_BYTES)) {
+        char line[512];
+        tf_comm_recorder_rank_line(t->rec_own, 0, now, line, sizeof line);
+        snprintf(report, REPORT_BYTES, "collective timeout (comm.timeout_s = %g): %s\n", timeout_s,
+                 line + strlen("rank 0: "));
+    }
+    for (const char *p = report; *p;) {
+        size_t len = strcspn(p, "\n");
+        tf_log(TF_LOG_ERROR, "%.*s", (int)len, p);
+        p += len + (p[len] ? 1 : 0);
+    }
+    const char *path = getenv(ENV_REPORT_FILE);
+    int fd = path && *path ? open(path, O_WRONLY | O_APPEND | O_CLOEXEC) : -1; /* never created here */
+    if (fd >= 0) {
+        char line[TF_ERROR_MSG_MAX + 32];
+        int k = snprintf(line, sizeof line, "rank %d: %.*s\n", t->rank, (int)strcspn(report, "\n"), report);
+        if (k > 0 && write(fd, line, (size_t)k < sizeof line ? (size_t)k : sizeof line - 1) < 0)
+            tf_debug("cannot report to %s: %s", path, strerror(errno));
+        close(fd);
+    }
+    free(report);
+}
+
 static tf_status run_one(const tf_plan *plan, const tf_worker *w, tf_error *err)
 {
     set_worker_logging(w->rank, w->world);
@@ -363,13 +454,10 @@ static tf_status run_one(const tf_plan *plan, const tf_worker *w, tf_error *err)
     if (st && w->world > 1) {
         tf_log(TF_LOG_ERROR, "%s", err->msg);
         /* no launcher reads this rank's recorder: say where it is itself */
-        if (!w->recorder && t.rec_own && tf_comm_recorder_oldest(t.rec_own, tf_now()) >= plan->comm.timeout_s) {
-            char line[512];
-            tf_comm_recorder_rank_line(t.rec_own, 0, tf_now(), line, sizeof line);
-            tf_log(TF_LOG_ERROR, "collective timeout (comm.timeout_s = %g): %s", plan->comm.timeout_s,
-                   line + strlen("rank 0: "));
-        }
+        if (!w->recorder && t.rec_own && tf_comm_recorder_oldest(t.rec_own, tf_now()) >= plan->comm.timeout_s)
+            report_own_timeout(&t, plan->comm.timeout_s);
         fflush(stderr);
+        exit_later(STOP_GRACE_SECONDS);
         tf_trainer_comm_abort(&t, err->msg);
         err->msg[0] = '\0'; /* printed */
     }
@@ -481,7 +569,7 @@ static tf_status run_threads(const tf_plan *plan, const tf_comm_vtable *cvt, int
         return tf_error_set(err, TF_ERR_RUNTIME, "out of memory for %d workers", world);
     }
     tf_comm_recorder_init(rec, world);
-    thread_watch watch = {{rec, plan->comm.timeout_s, 0, false, {0}}, tw, world, PTHREAD_MUTEX_INITIALIZER,
+    thread_watch watch = {{rec, plan->comm.timeout_s, 0, false, {0}, NULL}, tw, world, PTHREAD_MUTEX_INITIALIZER,
                           PTHREAD_COND_INITIALIZER, false};
     pthread_t watcher;
     bool watching = false;
@@ -608,7 +696,7 @@ static void poll_start(start_wait *sw)
  * (mpirun then reports its ranks' deaths and exits). */
 static void stop_stalled(pid_t *pids, int n, const stall_watch *stall)
 {
-    for (int k = 0; k < stall->rec->world; k++) {
+    for (int k = 0; stall->rec && k < stall->rec->world; k++) {
         pid_t p = (pid_t)stall->rec->rank[k].pid;
         if (p > 1 && p != getpid()) kill(p, SIGKILL);
     }
@@ -653,8 +741,12 @@ static int watch_children(pid_t *pids, int n, int *fail_status, start_wait *sw, 
                 kill_at = tf_now() + STOP_GRACE_SECONDS;
             }
             if (kill_at > 0 && tf_now() > kill_at) {
+                /* the child and its process group (mpirun's ranks on this machine) */
                 for (int i = 0; i < n; i++)
-                    if (pids[i] > 0) kill(pids[i], SIGKILL);
+                    if (pids[i] > 0) {
+                        kill(pids[i], SIGKILL);
+                        kill(-pids[i], SIGKILL);
+                    }
                 kill_at = tf_now() + 3600; /* once */
             }
             struct timespec ts = {0, 20 * 1000 * 1000};
@@ -761,7 +853,7 @@ static tf_status run_processes(const tf_plan *plan, int world, int argc, char **
         for (int i = 0; i < started; i++) waitpid(pids[i], NULL, 0);
     } else {
         int status = 0, stopped = 0;
-        stall_watch stall = {rec, plan->comm.timeout_s, 0, false, {0}};
+        stall_watch stall = {rec, plan->comm.timeout_s, 0, false, {0}, NULL};
         int failed = watch_children(pids, world, &status, NULL, 0, &stopped, &stall);
         if (stall.fired) {
             st = TF_ERR_RUNTIME;
@@ -827,6 +919,25 @@ static int split_words(const char *s, char *buf, size_t n, char **args, int max)
     return k;
 }
 
+/* "<boot id>/<PID namespace inode>": which machine and PID namespace a pid
+ * belongs to ("" when unknown). */
+static void machine_id(char *out, size_t n)
+{
+    char boot[64] = "";
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (f) {
+        if (!fgets(boot, sizeof boot, f)) boot[0] = '\0';
+        fclose(f);
+    }
+    boot[strcspn(boot, "\n")] = '\0';
+    struct stat sb;
+    if (!boot[0] || stat("/proc/self/ns/pid", &sb) != 0) {
+        out[0] = '\0';
+        return;
+    }
+    snprintf(out, n, "%s/%lu", boot, (unsigned long)sb.st_ino);
+}
+
 static tf_status relaunch_under_mpirun(const tf_plan *plan, int world, int argc, char **argv, tf_error *err)
 {
     if (getenv(ENV_RELAUNCHED))
@@ -838,7 +949,7 @@ static tf_status relaunch_under_mpirun(const tf_plan *plan, int world, int argc,
     tf_status st = self_exe(exe, sizeof exe, err);
     if (st) return st;
     enum { MAX_EXTRA = 64 };
-    size_t cap = (size_t)argc + 32 + MAX_EXTRA;
+    size_t cap = (size_t)argc + 64 + MAX_EXTRA;
     char **args = calloc(cap, sizeof *args);
     char np[16], extra_buf[4096];
     if (!args) return tf_error_set(err, TF_ERR_RUNTIME, "out of memory");
@@ -864,35 +975,54 @@ static tf_status relaunch_under_mpirun(const tf_plan *plan, int world, int argc,
         }
     args[k++] = "-x";
     args[k++] = ENV_RELAUNCHED;
-    /* ranks on this machine report their start and watch this process */
     bool local = !mpirun_names_hosts(plan);
-    char ready[PATH_MAX] = "", launcher[32], rec_path[PATH_MAX] = "";
+    /* a machine dropping off the network ends the job in seconds, not minutes */
+    if (!local && !strstr(extra, "oob_tcp_keepalive") && !getenv("OMPI_MCA_oob_tcp_keepalive_time")) {
+        static const char *keepalive[] = {"--mca", "oob_tcp_keepalive_time",   KEEPALIVE_TIME_S,
+                                          "--mca", "oob_tcp_keepalive_intvl",  KEEPALIVE_INTVL_S,
+                                          "--mca", "oob_tcp_keepalive_probes", KEEPALIVE_PROBES};
+        for (size_t i = 0; i < sizeof keepalive / sizeof keepalive[0]; i++) args[k++] = (char *)keepalive[i];
+    }
+    /* ranks on this machine watch this process, and report a collective timeout to it */
+    char ready[PATH_MAX] = "", launcher[32], rec_path[PATH_MAX] = "", report[PATH_MAX] = "", machine[128];
+    const char *tmpdir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    snprintf(report, sizeof report, "%s/tfcore-mpi-report-XXXXXX", tmpdir);
+    int report_fd = mkostemp(report, O_CLOEXEC);
+    if (report_fd < 0) {
+        free(args);
+        return tf_error_set(err, TF_ERR_RUNTIME, "cannot create %s: %s", report, strerror(errno));
+    }
+    close(report_fd);
+    setenv(ENV_REPORT_FILE, report, 1);
+    snprintf(launcher, sizeof launcher, "%d", (int)getpid());
+    setenv(ENV_LAUNCHER_PID, launcher, 1);
+    machine_id(machine, sizeof machine);
+    setenv(ENV_LAUNCHER_MACHINE, machine, 1);
+    static const char *watch_env[] = {"-x", ENV_REPORT_FILE, "-x", ENV_LAUNCHER_PID, "-x", ENV_LAUNCHER_MACHINE};
+    for (size_t i = 0; i < sizeof watch_env / sizeof watch_env[0]; i++) args[k++] = (char *)watch_env[i];
     tf_comm_recorder *rec = NULL;
-    if (local) {
+    if (local) { /* ranks on this machine alone: they report their start, and share a recorder */
         if (!(rec = recorder_create(world, NULL, rec_path, sizeof rec_path, err))) {
             free(args);
+            unlink(report);
             return TF_ERR_RUNTIME;
         }
         setenv(ENV_RECORDER_FILE, rec_path, 1);
         args[k++] = "-x";
         args[k++] = ENV_RECORDER_FILE;
-        const char *tmpdir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
         snprintf(ready, sizeof ready, "%s/tfcore-mpi-start-XXXXXX", tmpdir);
         int rfd = mkostemp(ready, O_CLOEXEC);
         if (rfd < 0) {
             free(args);
             unlink(rec_path);
+            unlink(report);
             recorder_free(rec, world);
             return tf_error_set(err, TF_ERR_RUNTIME, "cannot create %s: %s", ready, strerror(errno));
         }
         close(rfd);
         setenv(ENV_READY_FILE, ready, 1);
-        snprintf(launcher, sizeof launcher, "%d", (int)getpid());
-        setenv(ENV_LAUNCHER_PID, launcher, 1);
         args[k++] = "-x";
         args[k++] = ENV_READY_FILE;
-        args[k++] = "-x";
-        args[k++] = ENV_LAUNCHER_PID;
     }
     k += split_words(extra, extra_buf, sizeof extra_buf, args + k, MAX_EXTRA);
     args[k++] = exe;
@@ -910,6 +1040,7 @@ static tf_status relaunch_under_mpirun(const tf_plan *plan, int world, int argc,
         free(args);
         if (ready[0]) unlink(ready);
         if (rec_path[0]) unlink(rec_path);
+        unlink(report);
         recorder_free(rec, world);
         return tf_error_set(err, TF_ERR_RUNTIME, "cannot start %s: fork: %s", TF_MPIRUN, strerror(errno));
     }
@@ -934,12 +1065,15 @@ static tf_status relaunch_under_mpirun(const tf_plan *plan, int world, int argc,
     start_wait sw = {ready, rec_path, world, 0, tf_now() + plan->comm.mpirun_start_timeout, false, false};
     /* mpirun kills its ranks on SIGTERM and SIGINT but passes SIGUSR1 on to
      * them (Open MPI's default): each is asked to stop with that */
-    stall_watch stall = {rec, plan->comm.timeout_s, 0, false, {0}};
+    stall_watch stall = {rec, plan->comm.timeout_s, 0, false, {0}, report};
     int failed = watch_children(pids, 1, &status, local ? &sw : NULL, SIGUSR1, &stopped, &stall);
     unsetenv(ENV_RELAUNCHED);
     unsetenv(ENV_READY_FILE);
     unsetenv(ENV_LAUNCHER_PID);
+    unsetenv(ENV_LAUNCHER_MACHINE);
     unsetenv(ENV_RECORDER_FILE);
+    unsetenv(ENV_REPORT_FILE);
+    unlink(report);
     if (ready[0]) unlink(ready);
     if (rec_path[0]) unlink(rec_path);
     recorder_free(rec, world);
@@ -993,9 +1127,13 @@ static tf_comm_recorder *started_under_launcher(int world)
             close(fd);
         }
     }
+    /* the launcher's pid names it only on its machine, in its PID namespace */
     int launcher;
     pthread_t th;
-    if (env_int(ENV_LAUNCHER_PID, &launcher) && launcher > 1 &&
+    char here[128];
+    const char *there = getenv(ENV_LAUNCHER_MACHINE);
+    machine_id(here, sizeof here);
+    if (there && here[0] && strcmp(there, here) == 0 && env_int(ENV_LAUNCHER_PID, &launcher) && launcher > 1 &&
         pthread_create(&th, NULL, watch_launcher, (void *)(intptr_t)launcher) == 0)
         pthread_detach(th);
     return rec;

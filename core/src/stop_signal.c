@@ -82,10 +82,24 @@ static int test_signal(void)
     return SIGTERM;
 }
 
-void tf_stop_test_step(int rank, int64_t step)
+static bool test_at(int rank, int64_t step)
 {
     const char *at = getenv("TFCORE_TEST_SIGNAL_AT_STEP");
-    if (rank != 0 || !at || !*at || strtoll(at, NULL, 10) != step) return;
+    return rank == 0 && at && *at && strtoll(at, NULL, 10) == step;
+}
+
+void tf_stop_test_step(int rank, int64_t step)
+{
+    const char *phase = getenv("TFCORE_TEST_SIGNAL_PHASE");
+    if (test_at(rank, step) && (!phase || !*phase)) raise(test_signal());
+}
+
+void tf_stop_test_phase(int rank, int64_t step, const char *phase)
+{
+    static int64_t raised_at = -1; /* once a step: the first micro-batch's phase */
+    const char *want = getenv("TFCORE_TEST_SIGNAL_PHASE");
+    if (!want || strcmp(want, phase) != 0 || !test_at(rank, step) || raised_at == step) return;
+    raised_at = step;
     raise(test_signal());
 }
 

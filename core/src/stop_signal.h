@@ -33,6 +33,13 @@ bool tf_stop_was_stopped(void);
  * optimizer step N, after its micro-batches and before the step's
  * all-reduce. */
 void tf_stop_test_step(int rank, int64_t step);
+/* Test hook, the same pinned to a phase: with TFCORE_TEST_SIGNAL_PHASE =
+ * forward | backward | allreduce | optimizer | eval as well, rank 0 raises
+ * the signal when it enters that phase of step TFCORE_TEST_SIGNAL_AT_STEP
+ * (the first micro-batch's forward or backward; allreduce: after the
+ * micro-batches, with the gradient buckets in flight; eval: the evaluation
+ * after that step) instead of at tf_stop_test_step's point. */
+void tf_stop_test_phase(int rank, int64_t step, const char *phase);
 /* Test hook: with TFCORE_TEST_SIGNAL_IN_SAVE=1, a process that is stopping
  * raises its stop signal again while writing the stop's checkpoint (the
  * model is written into checkpoint-N.tmp, the folder is not in place yet). */

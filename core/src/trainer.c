@@ -313,6 +313,7 @@ static tf_status micro_batch(tf_trainer *t, const size_t *idx, size_t n, const m
     else
         t->mvt->set_step(t->model, (uint64_t)t->micro_step);
     tf_model_output out;
+    tf_stop_test_phase(t->rank, t->global_step + 1, "forward");
     if ((st = t->mvt->forward(t->model, &t->dev, true, &out, err))) return st;
     double t2 = tf_now();
     t->phase[TF_PHASE_FORWARD] += t2 - t1;
@@ -320,6 +321,7 @@ static tf_status micro_batch(tf_trainer *t, const size_t *idx, size_t n, const m
     if (ready) tf_grad_buckets_begin(&t->buckets);
     tf_comm_rec_phase(t->rec, TF_WHERE_BACKWARD);
     tf_comm_test_stall(t->rank, t->global_step + 1);
+    tf_stop_test_phase(t->rank, t->global_step + 1, "backward");
     if ((st = t->mvt->backward(t->model, backward_scale, ready, ready ? &t->buckets : NULL, err))) return st;
     if (t->defer_loss) { /* backward is queued: waiting for forward's loss leaves the device busy */
         float got;
@@ -427,6 +429,7 @@ tf_status tf_trainer_step(tf_trainer *t, tf_sampler *s, const tf_lr_schedule *lr
     }
     tf_stop_test_step(t->rank, t->global_step + 1);
     tf_comm_rec_where(t->rec, TF_WHERE_COMM, t->global_step + 1, 0);
+    tf_stop_test_phase(t->rank, t->global_step + 1, "allreduce");
     if (t->comm) {
         if (t->root_only) {
             if ((st = tf_trainer_reduce_to_root(t, err))) return st;
@@ -447,6 +450,7 @@ tf_status tf_trainer_step(tf_trainer *t, tf_sampler *s, const tf_lr_schedule *lr
         t->stop_agreed = tf_stop_requested() != 0;
     }
     tf_comm_rec_phase(t->rec, TF_WHERE_OPTIMIZER);
+    tf_stop_test_phase(t->rank, t->global_step + 1, "optimizer");
     if ((st = optimizer_step(t, lrs, lr, norm, skipped, err))) return st;
     t->global_step++;
     *step_loss = loss_sum / (double)accum; /* Trainer: the sum of loss/accum over micro-batches */
@@ -555,6 +559,7 @@ static tf_status run_loop(tf_trainer *t, tf_error *err)
             if (due(a->eval_strategy, sp.eval_steps, t->global_step, epoch_end)) {
                 tf_progress_pause(&prog);
                 tf_comm_rec_where(t->rec, TF_WHERE_EVAL, t->global_step, 0);
+                tf_stop_test_phase(t->rank, t->global_step, "eval");
                 if ((st = tf_trainer_evaluate(t, epoch_f, NULL, err))) goto out;
             }
             bool saved = due(a->save_strategy, sp.save_steps, t->global_step, epoch_end);

@@ -91,6 +91,7 @@ typedef struct tf_trainer {
     tf_comm_rank_log *rec;    /* this rank's slot of the flight recorder (comm_recorder.h) */
     tf_comm_recorder *rec_own; /* a private recorder when no launcher gave one (else NULL) */
     tf_comm_heartbeat *heartbeat; /* beats into rec while this worker process runs */
+    struct tf_comm_peers *peers; /* the heartbeat across machines (comm_peers.h), or NULL */
 
     int64_t global_step;      /* optimizer steps done */
     int64_t micro_step;       /* micro-batches done (the dropout stream position) */

@@ -6,12 +6,33 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "comm_peers.h"
 #include "trainer_internal.h"
 #include "tfcore/log.h"
 
 static bool host_backend(const tf_trainer *t)
 {
     return TF_HAS(t->bvt, host_memory) && t->bvt->host_memory(t->be);
+}
+
+/* The heartbeat across machines (comm_peers.h): every rank's address in one
+ * all-reduce (always, so that the ranks' collectives stay in step), then a
+ * thread. A rank that cannot have one trains without it (a warning). */
+static tf_status start_peers(tf_trainer *t, tf_error *err)
+{
+    size_t n = (size_t)t->w.world * TF_COMM_PEERS_SLOT;
+    double *exchange = calloc(n, sizeof *exchange);
+    if (!exchange) return tf_error_set(err, TF_ERR_RUNTIME, "out of memory for the heartbeat's addresses");
+    tf_error why = {0};
+    if (tf_comm_peers_open(t->w.rank, t->w.world, &t->peers, &why) == TF_OK) tf_comm_peers_fill(t->peers, exchange);
+    tf_status st = tf_trainer_allreduce_host(t, exchange, n, TF_DTYPE_F64, TF_REDUCE_SUM, err);
+    if (!st && t->peers && tf_comm_peers_start(t->peers, exchange, t->rec, &why) != TF_OK) {
+        tf_comm_peers_close(t->peers);
+        t->peers = NULL;
+    }
+    if (!t->peers) tf_warn("%s: no heartbeat across machines from this rank", why.msg);
+    free(exchange);
+    return st;
 }
 
 tf_status tf_trainer_comm_init(tf_trainer *t, tf_error *err)
@@ -54,7 +75,10 @@ tf_status tf_trainer_comm_init(tf_trainer *t, tf_error *err)
         return st;
     t->buckets.rec = t->rec;
     if (t->root_only && trace) fclose(trace);
-    return t->bvt->alloc(t->be, TF_COMM_SCRATCH_BYTES, TF_MEM_DEVICE, &t->comm_scratch, err);
+    st = t->bvt->alloc(t->be, TF_COMM_SCRATCH_BYTES, TF_MEM_DEVICE, &t->comm_scratch, err);
+    /* ranks no launcher on this machine watches (mpirun across machines, srun) */
+    if (!st && w->mode == TF_LAUNCH_EXTERNAL && w->world > 1 && !w->recorder) st = start_peers(t, err);
+    return st;
 }
 
 void tf_trainer_comm_finalize(tf_trainer *t)
@@ -66,6 +90,8 @@ void tf_trainer_comm_finalize(tf_trainer *t)
         t->cvt->finalize(t->comm);
         t->comm = NULL;
     }
+    tf_comm_peers_close(t->peers);
+    t->peers = NULL;
     tf_comm_rec_where(t->rec, TF_WHERE_DONE, t->global_step, 0);
     tf_comm_heartbeat_stop(t->heartbeat);
     t->heartbeat = NULL;

@@ -93,6 +93,9 @@ struct tf_comm {
     size_t pending;              /* in-flight requests not yet complete */
     size_t nrequests;            /* requests allocated (pool + in flight) */
     cm_host_buffer blocking_stage; /* [bytes] staging of reduce and broadcast */
+    MPI_Request *blocking_reqs;  /* [blocking_reqs_cap] requests of reduce, broadcast, barrier */
+    size_t blocking_reqs_cap;
+    size_t blocking_stuck;       /* requests of those left with MPI (a timeout): no MPI_Finalize */
 
     /* The progress thread (when options say so and the thread level allows). */
     bool progress_running, progress_stop;

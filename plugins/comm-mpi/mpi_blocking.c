@@ -1,13 +1,48 @@
-/* mpi_blocking.c — the blocking collectives: reduce to a root, broadcast
- * from a root, barrier. Device buffers follow the comm's path (as is, after a
+/* mpi_blocking.c — the collectives that return when done: reduce to a root,
+ * broadcast from a root, barrier. Each is MPI's non-blocking form waited by
+ * cm_poll, so a rank waits without spinning and never past comm.timeout_s
+ * (+ the grace), as the all-reduce. Device buffers follow the comm's path (as is, after a
  * stream sync, or staged through one pinned host buffer kept in the comm);
  * buffers longer than chunk_elements go as several MPI calls. The whole
  * operation holds cm_lock: the staging buffer is the comm's, and the progress
  * thread must not test requests meanwhile. */
 #include <limits.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #include "comm_mpi.h"
+
+/* Room for the requests of n chunks (the comm's, grown only). */
+static tf_status chunk_requests(tf_comm *c, size_t n, const char *op, MPI_Request **out, tf_error *err)
+{
+    if (n > c->blocking_reqs_cap) {
+        MPI_Request *p = realloc(c->blocking_reqs, n * sizeof *p);
+        if (!p) return cm_fail(c, err, "%s: out of memory for %zu MPI requests", op, n);
+        c->blocking_reqs = p;
+        c->blocking_reqs_cap = n;
+    }
+    *out = c->blocking_reqs;
+    return TF_OK;
+}
+
+/* Wait for the n requests of a collective started at t0: without spinning,
+ * and not past comm.timeout_s (+ the grace). On a timeout MPI still holds
+ * the open ones: they are left to it (the core stops the job; finalize then
+ * skips MPI_Finalize), and a later call gets a new array. */
+static tf_status wait_chunks(tf_comm *c, MPI_Request *reqs, size_t n, double t0, const char *what, tf_error *err)
+{
+    if (n == 0) return TF_OK;
+    tf_status st = cm_poll(c, reqs, (int)n, t0 + c->timeout_s + CM_TIMEOUT_GRACE_S, what, err);
+    size_t open = 0; /* a finished (or failed) request is MPI_REQUEST_NULL */
+    for (size_t i = 0; st && i < n; i++) open += reqs[i] != MPI_REQUEST_NULL;
+    if (open) {
+        c->blocking_reqs = NULL; /* MPI may still write them */
+        c->blocking_reqs_cap = 0;
+        c->blocking_stuck += open;
+    }
+    return st;
+}
 
 static tf_status check_root(tf_comm *c, const char *op, int root, tf_error *err)
 {
@@ -40,15 +75,26 @@ static tf_status reduce_locked(tf_comm *c, void *buf, size_t count, tf_dtype dt,
     tf_status st = mpi_side(c, path, buf, bytes, "reduce", &p, err);
     if (st) return st;
     if (p != buf && (st = cm_to_host(c, p, buf, bytes, "reduce", err))) return st;
-    for (size_t off = 0; off < count; off += c->chunk) {
-        size_t n = count - off < c->chunk ? count - off : c->chunk;
+    size_t nchunks = count == 0 ? 0 : (count - 1) / c->chunk + 1;
+    MPI_Request *reqs = NULL;
+    if ((st = chunk_requests(c, nchunks, "reduce", &reqs, err))) return st;
+    double t0 = cm_now();
+    for (size_t i = 0; i < nchunks; i++) {
+        size_t off = i * c->chunk, n = count - off < c->chunk ? count - off : c->chunk;
         char *at = (char *)p + off * esize;
-        int rc = MPI_Reduce(c->rank == root ? MPI_IN_PLACE : at, at, (int)n, type, MPI_SUM, root,
-                            c->comm);
-        if (rc != MPI_SUCCESS)
-            return cm_mpi_fail(c, err, rc, "MPI_Reduce of %zu %s to root %d (elements %zu..%zu)",
+        int rc = MPI_Ireduce(c->rank == root ? MPI_IN_PLACE : at, at, (int)n, type, MPI_SUM, root,
+                             c->comm, &reqs[i]);
+        if (rc != MPI_SUCCESS) {
+            c->blocking_reqs = NULL; /* the chunks started stay MPI's */
+            c->blocking_reqs_cap = 0;
+            c->blocking_stuck += i;
+            return cm_mpi_fail(c, err, rc, "MPI_Ireduce of %zu %s to root %d (elements %zu..%zu)",
                                count, tf_dtype_name(dt), root, off, off + n - 1);
+        }
     }
+    char what[128];
+    snprintf(what, sizeof what, "MPI_Ireduce of %zu %s to root %d", count, tf_dtype_name(dt), root);
+    if ((st = wait_chunks(c, reqs, nchunks, t0, what, err))) return st;
     if (c->rank != root || count == 0) return TF_OK;
     if (op == TF_REDUCE_AVG &&
         (st = cm_divide(c, p, path != CM_PATH_CUDA_AWARE, count, dt, "reduce", err)))
@@ -89,14 +135,26 @@ static tf_status broadcast_locked(tf_comm *c, void *buf, size_t bytes, tf_dtype 
     /* Bytes, so that every dtype goes the same way; at most INT_MAX per call. */
     size_t chunk = c->chunk * tf_dtype_size(dt);
     if (chunk > INT_MAX) chunk = INT_MAX;
-    for (size_t off = 0; off < bytes; off += chunk) {
-        size_t n = bytes - off < chunk ? bytes - off : chunk;
-        int rc = MPI_Bcast((char *)p + off, (int)n, MPI_BYTE, root, c->comm);
-        if (rc != MPI_SUCCESS)
+    size_t nchunks = bytes == 0 ? 0 : (bytes - 1) / chunk + 1;
+    MPI_Request *reqs = NULL;
+    if ((st = chunk_requests(c, nchunks, "broadcast", &reqs, err))) return st;
+    double t0 = cm_now();
+    for (size_t i = 0; i < nchunks; i++) {
+        size_t off = i * chunk, n = bytes - off < chunk ? bytes - off : chunk;
+        int rc = MPI_Ibcast((char *)p + off, (int)n, MPI_BYTE, root, c->comm, &reqs[i]);
+        if (rc != MPI_SUCCESS) {
+            c->blocking_reqs = NULL;
+            c->blocking_reqs_cap = 0;
+            c->blocking_stuck += i;
             return cm_mpi_fail(c, err, rc,
-                               "MPI_Bcast of %zu bytes (%s) from root %d (bytes %zu..%zu)",
+                               "MPI_Ibcast of %zu bytes (%s) from root %d (bytes %zu..%zu)",
                                bytes, tf_dtype_name(dt), root, off, off + n - 1);
+        }
     }
+    char what[128];
+    snprintf(what, sizeof what, "MPI_Ibcast of %zu bytes (%s) from root %d (bytes 0..%zu)", bytes,
+             tf_dtype_name(dt), root, bytes ? bytes - 1 : 0);
+    if ((st = wait_chunks(c, reqs, nchunks, t0, what, err))) return st;
     if (p != buf && c->rank != root) st = cm_to_device(c, buf, p, bytes, "broadcast", err);
     return st;
 }
@@ -124,8 +182,12 @@ tf_status cm_barrier(tf_comm *c, tf_error *err)
 {
     if (!c) return cm_fail(c, err, "barrier: comm is NULL");
     pthread_mutex_lock(&cm_lock);
-    int rc = MPI_Barrier(c->comm);
+    MPI_Request *req = NULL;
+    double t0 = cm_now();
+    tf_status st = chunk_requests(c, 1, "barrier", &req, err);
+    int rc = st ? MPI_SUCCESS : MPI_Ibarrier(c->comm, req);
+    if (!st && rc != MPI_SUCCESS) st = cm_mpi_fail(c, err, rc, "MPI_Ibarrier");
+    if (!st) st = wait_chunks(c, req, 1, t0, "MPI_Ibarrier", err);
     pthread_mutex_unlock(&cm_lock);
-    if (rc != MPI_SUCCESS) return cm_mpi_fail(c, err, rc, "MPI_Barrier");
-    return TF_OK;
+    return st;
 }

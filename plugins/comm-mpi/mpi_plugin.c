@@ -102,6 +102,10 @@ static tf_status start_mpi(bool progress_thread, int *provided, tf_error *err)
     int rc = MPI_Init_thread(NULL, NULL, want, provided);
     if (rc != MPI_SUCCESS) return cm_mpi_fail(NULL, err, rc, "MPI_Init_thread");
     mpi_ours = true;
+    /* Open MPI 4.1 reports a failed non-blocking collective (MPI_Ibcast,
+     * MPI_Ireduce, ...) through MPI_COMM_WORLD's error handler, not the
+     * communicator's: ours returns it too (MPI is this plugin's alone). */
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     return TF_OK;
 }
 
@@ -241,7 +245,8 @@ static void mpi_finalize(tf_comm *c)
                 c->rank, c->size, left, left == 1 ? "" : "s");
     pthread_mutex_lock(&cm_lock);
     cm_host_release(c, &c->blocking_stage);
-    stuck_requests += left;
+    free(c->blocking_reqs);
+    stuck_requests += left + c->blocking_stuck;
     MPI_Comm_free(&c->comm);
     live_comms--;
     /* MPI_Finalize with operations pending is erroneous (it may hang). */

@@ -26,9 +26,16 @@ tf_status cm_poll(tf_comm *c, MPI_Request *reqs, int n, double deadline, const c
 {
     double t0 = cm_now();
     for (;;) {
-        int done = 0;
-        int rc = MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE);
-        if (rc != MPI_SUCCESS) return cm_mpi_fail(c, err, rc, "%s", what);
+        /* one MPI_Test each (a finished one becomes MPI_REQUEST_NULL): a
+         * failed request gives its own error, where MPI_Testall says only
+         * MPI_ERR_IN_STATUS */
+        int done = 1;
+        for (int i = 0; i < n; i++) {
+            int flag = 0;
+            int rc = MPI_Test(&reqs[i], &flag, MPI_STATUS_IGNORE);
+            if (rc != MPI_SUCCESS) return cm_mpi_fail(c, err, rc, "%s", what);
+            done &= flag != 0;
+        }
         if (done) return TF_OK;
         double now = cm_now();
         if (now >= deadline)
