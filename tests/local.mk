@@ -12,6 +12,9 @@ TEST_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/core/src $(CHECK_CFLAGS) \
 TEST_LDADD = $(TFCORE_RUNTIME_LIBS) $(CHECK_LIBS) $(JANSSON_LIBS) $(LIBCONFIG_LIBS) $(UTF8PROC_LIBS)
 
 EXTRA_DIST += tests/ref/run-python.sh tests/fuzz
+# what the C tests share: plugins through the registry, seeded fills, errors,
+# the runner (tests/common.h); the GPU op suites' backend pair
+EXTRA_DIST += tests/common.h tests/backend_pair.h
 
 check_PROGRAMS += tests/test_abi tests/test_registry
 tests_test_abi_SOURCES = tests/test_abi.c
