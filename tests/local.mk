@@ -108,7 +108,7 @@ TESTS += tests/test_plugin_keys.sh
 EXTRA_DIST += tests/test_plugin_keys.sh scripts/plugin-readme-keys.sh
 # models by Hugging Face name against a loopback hub (tests/hub_server.py)
 TESTS += tests/test_hub.sh
-EXTRA_DIST += tests/test_hub.sh tests/hub_server.py tests/hub_fixture.py
+EXTRA_DIST += tests/test_hub.sh tests/hub_server.py tests/hub_fixture.py tests/loopback_http.py
 # comm mpi across hosts: network namespaces as machines (tests/netns_hosts.sh)
 TESTS += tests/test_multihost.sh
 EXTRA_DIST += tests/test_multihost.sh tests/netns_hosts.sh
