@@ -114,7 +114,7 @@ TESTS += tests/test_multihost.sh
 EXTRA_DIST += tests/test_multihost.sh tests/netns_hosts.sh
 # tfcore under a real one-node Slurm (srun, sbatch, scancel; tests/slurm_cluster.sh)
 TESTS += tests/test_slurm.sh
-EXTRA_DIST += tests/test_slurm.sh tests/slurm_cluster.sh
+EXTRA_DIST += tests/test_slurm.sh tests/slurm_cluster.sh tests/slurm_harness.sh
 # two Slurm nodes in two network namespaces (srun across them; mpirun inside a 2-node allocation)
 TESTS += tests/test_slurm_nodes.sh
 EXTRA_DIST += tests/test_slurm_nodes.sh
