@@ -1,13 +1,13 @@
 /* test_model_bert.c — tfcore-model-bert through its vtable (loaded from the
- * build tree by the core's registry, with backend-cpu for everything past check_config): the config
- * keys and presets, every configuration and checkpoint error (each one line
- * naming the key, tensor or file), checkpoint variants transformers accepts
- * (no "bert." prefix, legacy LayerNorm names, F16/BF16, missing head), the
- * parameter layout and views, initialisation, forward/backward contracts
- * (gradient accumulation, loss scale, grads_ready order, bad batches), and
- * save -> load round trips. Numerical agreement with transformers is the job
- * of tests/ref/model_bert_vs_hf.py. Checkpoints are written here, into a
- * temporary folder, with libtfcore's safetensors writer. */
+ * build tree by the core's registry, with backend-cpu for everything past
+ * check_config): the config keys and presets, every configuration and
+ * checkpoint error (each one line naming the key, tensor or file), checkpoint
+ * variants transformers accepts (no "bert." prefix, legacy LayerNorm names,
+ * F16/BF16, missing head), the parameter layout and views, initialisation,
+ * forward/backward contracts (gradient accumulation, loss scale, grads_ready
+ * order, bad batches), and save -> load round trips. Numerical agreement with
+ * transformers is the job of tests/ref/model_bert_vs_hf.py. Checkpoints are
+ * written here, into a temporary folder, with libtfcore's safetensors writer. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
