@@ -133,7 +133,11 @@ done
 # prove the bundle works where it lands
 programs=(core/tfcore tests/test_backend_cuda tests/test_backend_cuda_attention
           tests/model_bert_driver tests/params_diff
-          tests/test_backend_cpu tests/test_model_bert tests/test_precision)
+          tests/test_model_bert tests/test_precision)
+# backend-cpu's op families (plugins/backend-cpu/local.mk), one program each
+for f in runtime gemm elementwise dropout layernorm attention embedding cross_entropy optimizer threads; do
+    programs+=("tests/backend-cpu/test_$f")
+done
 [ -e "$stage/plugins/comm-nccl/.libs/tfcore-comm-nccl.so" ] && programs+=(plugins/comm-nccl/comm-nccl-driver)
 for p in "${programs[@]}"; do
     f=$(real_elf "$build/$p") || die "$build/$p is not built (the test programs come from 'make check TESTS=')"

@@ -24,17 +24,17 @@ Fault modes (--fault, comma-separated), for the first LFS GET unless said:
   slow      send LFS files in small pieces, slowly (every time)
 --token T: resolve requests without "Authorization: Bearer T" get 401 GatedRepo.
 --log FILE: one line per LFS body started: "<sha256> <status> <bytes>".
-The port is written to --port-file once the server listens.
+The port is written to --port-file once the server listens. The serving of
+bytes (Range, the log, reset/stall/slow) is tests/loopback_http.py's.
 """
 import argparse
 import hashlib
 import json
 import os
-import socket
 import sys
 import threading
-import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import loopback_http
 
 LFS_SUFFIXES = (".safetensors", ".bin")
 
@@ -85,25 +85,12 @@ class State:
             self.blobs[hashlib.sha256(data).hexdigest()] = data
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class Handler(loopback_http.Handler):
     server_version = "hub-test"
-
-    def log_message(self, fmt, *a):
-        pass
 
     @property
     def st(self):
         return self.server.state
-
-    def send(self, code, headers=None, body=b""):
-        self.send_response(code)
-        for k, v in (headers or {}).items():
-            self.send_header(k, v)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        if self.command != "HEAD" and body:
-            self.wfile.write(body)
 
     def error(self, code, error_code, extra=None):
         h = {"X-Error-Code": error_code, "X-Error-Message": error_code}
@@ -116,12 +103,6 @@ class Handler(BaseHTTPRequestHandler):
             return None, None
         i = parts.index(marker)
         return "/".join(parts[:i]), parts[i + 1:]
-
-    def do_HEAD(self):
-        self.route()
-
-    def do_GET(self):
-        self.route()
 
     def route(self):
         path = self.path.split("?", 1)[0]
@@ -204,44 +185,7 @@ class Handler(BaseHTTPRequestHandler):
         with self.st.lock:
             self.st.lfs_gets += 1
             first = self.st.lfs_gets == 1
-        start = 0
-        rng = self.headers.get("Range")
-        if rng and rng.startswith("bytes=") and rng.endswith("-"):
-            start = int(rng[6:-1])
-            if start >= len(data):
-                return self.send(416, {"Content-Range": "bytes */%d" % len(data)})
-        body = data[start:]
-        self.send_response(206 if start else 200)
-        if start:
-            self.send_header("Content-Range", "bytes %d-%d/%d" % (start, len(data) - 1, len(data)))
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Accept-Ranges", "bytes")
-        self.end_headers()
-        if self.command == "HEAD":
-            return
-        if self.st.args.log:  # before the bytes: the client may be done before the server is
-            with self.st.lock, open(self.st.args.log, "a") as f:
-                f.write("%s %d %d\n" % (sha, 206 if start else 200, len(body)))
-        if first and "reset" in faults:
-            self.wfile.write(body[:len(body) // 2])
-            self.wfile.flush()
-            self.connection.shutdown(socket.SHUT_RDWR)
-            self.close_connection = True
-            return
-        if first and "stall" in faults:
-            self.wfile.write(body[:16])
-            self.wfile.flush()
-            time.sleep(60)
-            self.close_connection = True
-            return
-        if "slow" in faults:
-            step = max(1, len(body) // 20)
-            for i in range(0, len(body), step):
-                self.wfile.write(body[i:i + step])
-                self.wfile.flush()
-                time.sleep(0.05)
-        else:
-            self.wfile.write(body)
+        self.send_bytes(data, self.st.args.log, sha, faults, lambda: first)
 
 
 def main():
@@ -253,15 +197,7 @@ def main():
     ap.add_argument("--log", default="")
     ap.add_argument("--lifetime", type=float, default=300, help="stop after this many seconds")
     args = ap.parse_args()
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    srv.daemon_threads = True
-    srv.state = State(args)
-    tmp = args.port_file + ".tmp"
-    with open(tmp, "w") as f:
-        f.write(str(srv.server_address[1]))
-    os.replace(tmp, args.port_file)
-    threading.Timer(args.lifetime, srv.shutdown).start()
-    srv.serve_forever()
+    loopback_http.serve(Handler, args.port_file, args.lifetime, state=State(args))
 
 
 if __name__ == "__main__":

@@ -12,6 +12,9 @@ TEST_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/core/src $(CHECK_CFLAGS) \
 TEST_LDADD = $(TFCORE_RUNTIME_LIBS) $(CHECK_LIBS) $(JANSSON_LIBS) $(LIBCONFIG_LIBS) $(UTF8PROC_LIBS)
 
 EXTRA_DIST += tests/ref/run-python.sh tests/fuzz
+# what the C tests share: plugins through the registry, seeded fills, errors,
+# the runner (tests/common.h); the GPU op suites' backend pair
+EXTRA_DIST += tests/common.h tests/backend_pair.h
 
 check_PROGRAMS += tests/test_abi tests/test_registry
 tests_test_abi_SOURCES = tests/test_abi.c
@@ -105,13 +108,13 @@ TESTS += tests/test_plugin_keys.sh
 EXTRA_DIST += tests/test_plugin_keys.sh scripts/plugin-readme-keys.sh
 # models by Hugging Face name against a loopback hub (tests/hub_server.py)
 TESTS += tests/test_hub.sh
-EXTRA_DIST += tests/test_hub.sh tests/hub_server.py tests/hub_fixture.py
+EXTRA_DIST += tests/test_hub.sh tests/hub_server.py tests/hub_fixture.py tests/loopback_http.py
 # comm mpi across hosts: network namespaces as machines (tests/netns_hosts.sh)
 TESTS += tests/test_multihost.sh
 EXTRA_DIST += tests/test_multihost.sh tests/netns_hosts.sh
 # tfcore under a real one-node Slurm (srun, sbatch, scancel; tests/slurm_cluster.sh)
 TESTS += tests/test_slurm.sh
-EXTRA_DIST += tests/test_slurm.sh tests/slurm_cluster.sh
+EXTRA_DIST += tests/test_slurm.sh tests/slurm_cluster.sh tests/slurm_harness.sh
 # two Slurm nodes in two network namespaces (srun across them; mpirun inside a 2-node allocation)
 TESTS += tests/test_slurm_nodes.sh
 EXTRA_DIST += tests/test_slurm_nodes.sh

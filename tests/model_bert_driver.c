@@ -1,6 +1,7 @@
 /* model_bert_driver — runs tfcore-model-bert on one batch for the reference
- * test (tests/ref/model_bert_vs_hf.py), without the registry: it dlopens the
- * backend and model plugins by path and uses their vtables directly.
+ * test (tests/ref/model_bert_vs_hf.py): it loads the backend and model plugins
+ * by path, through the core's registry over each one's folder (so the file
+ * must be named tfcore-<kind>-<name>.so), and uses their vtables directly.
  *
  *   model_bert_driver --config FILE --batch IN.safetensors --out OUT.safetensors
  *                     [--steps K] [--lr X] [--weight-decay X] [--loss-scale X]
@@ -23,11 +24,11 @@
  * --dump-params. --save DIR saves the final model with the model's save().
  * The grads_ready ranges must tile [0, n) in ascending order (checked).
  * Exit 0 on success, 1 with one line on stderr otherwise. */
-#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common.h"
 #include "tfcore/tfcore.h"
 #include "tfcore/safetensors.h"
 
@@ -49,22 +50,6 @@ static void on_ready(void *user, size_t offset, size_t count)
     r->ranges[r->count][0] = (int64_t)offset;
     r->ranges[r->count][1] = (int64_t)count;
     r->count++;
-}
-
-static const void *load_vtable(const char *path, uint32_t kind, char *why, size_t n)
-{
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        snprintf(why, n, "%s", dlerror());
-        return NULL;
-    }
-    tf_plugin_entry_fn entry = (tf_plugin_entry_fn)dlsym(h, TF_PLUGIN_ENTRY_SYMBOL);
-    const tf_plugin *p = entry ? entry() : NULL;
-    if (!p || p->magic != TF_PLUGIN_MAGIC || p->kind != kind || !p->vtable) {
-        snprintf(why, n, "%s: not a tfcore plugin of kind %s", path, tf_kind_name(kind));
-        return NULL;
-    }
-    return p->vtable; /* the handle stays open for the process */
 }
 
 /* An output tensor whose data the driver owns. */
@@ -226,11 +211,13 @@ int main(int argc, char **argv)
     args a;
     if (parse_args(argc, argv, &a) != 0) return usage();
     tf_error err = {0};
-    char why[1024];
-    const tf_backend_vtable *bk = load_vtable(a.backend, TF_KIND_BACKEND, why, sizeof why);
-    const tf_model_vtable *mv = bk ? load_vtable(a.model, TF_KIND_MODEL, why, sizeof why) : NULL;
+    tf_registry *breg = NULL, *mreg = NULL; /* hold the plugins open */
+    const tf_backend_vtable *bk = tf_test_plugin_file(&breg, a.backend, TF_KIND_BACKEND, &err);
+    const tf_model_vtable *mv = bk ? tf_test_plugin_file(&mreg, a.model, TF_KIND_MODEL, &err) : NULL;
     if (!bk || !mv) {
-        fprintf(stderr, "model_bert_driver: %s\n", why);
+        fprintf(stderr, "model_bert_driver: %s\n", err.msg);
+        tf_registry_free(mreg);
+        tf_registry_free(breg);
         return 1;
     }
     tf_config *cfg = NULL;
@@ -396,5 +383,7 @@ done:
     if (be) bk->close(be);
     tf_safetensors_close(in);
     tf_config_free(cfg);
+    tf_registry_free(mreg);
+    tf_registry_free(breg);
     return rc;
 }

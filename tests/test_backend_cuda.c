@@ -29,8 +29,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "gpu_required.h"
-#include "registry.h"
+#include "backend_pair.h"
+#include "common.h"
 #include "tfcore/backend.h"
 #include "tfcore/config.h"
 #include "tfcore/dtype.h"
@@ -40,117 +40,22 @@
 
 /* --- the two backends ------------------------------------------------------- */
 
-static tf_registry *reg;
+static tf_test_pair pair; /* tests/backend_pair.h */
 static const tf_backend_vtable *gv, *cv; /* cuda, cpu */
 static tf_backend *gb, *cb;
 static tf_error err;
 
 #define G_OK(call) ck_assert_msg((call) == TF_OK, "%s failed: %s", #call, err.msg)
 
-/* --- random numbers ------------------------------------------------------------ */
-
-static uint64_t rng_state;
-
-static uint64_t rnd64(void)
-{
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 0x2545F4914F6CDD1Dull;
-}
-
-/* uniform in [lo, hi) */
-static float urand(float lo, float hi)
-{
-    return lo + (hi - lo) * (float)((double)(rnd64() >> 11) * (1.0 / 9007199254740992.0));
-}
-
-static int irand(int n) { return (int)(rnd64() % (uint64_t)n); }
-
-static void fill(float *x, size_t n, float lo, float hi)
-{
-    for (size_t i = 0; i < n; i++) x[i] = urand(lo, hi);
-}
-
 /* --- dtypes on the host ---------------------------------------------------------- */
 
 static size_t esize(tf_dtype dt) { return tf_dtype_size(dt); }
 
-/* x[n] f32 -> a new buffer in dt */
-static void *to_dt(const float *x, size_t n, tf_dtype dt)
-{
-    void *p = malloc(n * esize(dt) + 1);
-    ck_assert_ptr_nonnull(p);
-    for (size_t i = 0; i < n; i++) {
-        if (dt == TF_DTYPE_F32)
-            ((float *)p)[i] = x[i];
-        else if (dt == TF_DTYPE_F16)
-            ((uint16_t *)p)[i] = tf_f32_to_f16(x[i]);
-        else
-            ((uint16_t *)p)[i] = tf_f32_to_bf16(x[i]);
-    }
-    return p;
-}
+static double tol_of(tf_dtype dt, tf_matmul_mode mode) { return tf_test_tol(dt, mode, 1e-5); }
 
-static void from_dt(const void *p, size_t n, tf_dtype dt, float *out)
-{
-    for (size_t i = 0; i < n; i++) {
-        if (dt == TF_DTYPE_F32)
-            out[i] = ((const float *)p)[i];
-        else if (dt == TF_DTYPE_F16)
-            out[i] = tf_f16_to_f32(((const uint16_t *)p)[i]);
-        else
-            out[i] = tf_bf16_to_f32(((const uint16_t *)p)[i]);
-    }
-}
+#define ASSERT_CLOSE(...) TF_TEST_ASSERT_NORMWISE(seed0, __VA_ARGS__)
 
-/* x rounded to dt in place (what the GPU will see) */
-static void quantize(float *x, size_t n, tf_dtype dt)
-{
-    void *p = to_dt(x, n, dt);
-    from_dt(p, n, dt, x);
-    free(p);
-}
-
-static double tol_of(tf_dtype dt, tf_matmul_mode mode)
-{
-    if (dt != TF_DTYPE_F32) return 1e-2;
-    return mode == TF_MATMUL_TF32 ? 3e-3 : 1e-5;
-}
-
-/* max |got - want| / max |want|; matching NaNs and infinities count as equal */
-static double rel_err(const float *got, const float *want, size_t n)
-{
-    double num = 0.0, den = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        double g = got[i], w = want[i];
-        if (isnan(w) || isnan(g)) {
-            if (isnan(w) != isnan(g)) return INFINITY;
-            continue;
-        }
-        if (isinf(w) || isinf(g)) {
-            if (g != w) return INFINITY;
-            continue;
-        }
-        double d = fabs(g - w);
-        if (d > num) num = d;
-        if (fabs(w) > den) den = fabs(w);
-    }
-    return den > 0.0 ? num / den : num;
-}
-
-#define ASSERT_CLOSE(got, want, n, tol, ...)                                              \
-    do {                                                                                  \
-        double e_ = rel_err((got), (want), (n));                                          \
-        if (!(e_ <= (tol))) {                                                             \
-            char what_[256];                                                              \
-            snprintf(what_, sizeof what_, __VA_ARGS__);                                   \
-            ck_abort_msg("%s: relative error %.3g > %.3g (seed %llu)", what_, e_, (tol),  \
-                         (unsigned long long)seed0);                                     \
-        }                                                                                 \
-    } while (0)
-
-static uint64_t seed0;
+static uint64_t seed0; /* the run's TF_TEST_SEED */
 
 /* --- device buffers ----------------------------------------------------------------- */
 
@@ -183,8 +88,8 @@ static void gget(void *host, const void *dev, size_t bytes)
 /* device buffer in dt holding x[n]; x is quantized to dt in place */
 static void *gput_dt(float *x, size_t n, tf_dtype dt)
 {
-    quantize(x, n, dt);
-    void *h = to_dt(x, n, dt);
+    tf_test_quantize(x, n, dt);
+    void *h = tf_test_to_dt(x, n, dt);
     void *d = gput(h, n * esize(dt));
     free(h);
     return d;
@@ -196,7 +101,7 @@ static void gget_dt(float *out, const void *dev, size_t n, tf_dtype dt)
     void *h = malloc(n * esize(dt) + 1);
     ck_assert_ptr_nonnull(h);
     gget(h, dev, n * esize(dt));
-    from_dt(h, n, dt, out);
+    tf_test_from_dt(h, n, dt, out);
     free(h);
 }
 
@@ -252,7 +157,7 @@ START_TEST(test_memory)
     unsigned char *h = malloc(n), *back = malloc(n);
     ck_assert_ptr_nonnull(h);
     ck_assert_ptr_nonnull(back);
-    for (size_t i = 0; i < n; i++) h[i] = (unsigned char)rnd64();
+    for (size_t i = 0; i < n; i++) h[i] = (unsigned char)tf_test_next();
     /* pageable host -> device -> device -> pageable host */
     ck_assert_int_eq(gv->memcpy(gb, d1, h, n, TF_COPY_HOST_TO_DEVICE, NULL), TF_OK);
     ck_assert_int_eq(gv->memcpy(gb, d2, d1, n, TF_COPY_DEVICE_TO_DEVICE, NULL), TF_OK);
@@ -455,10 +360,10 @@ static void run_gemm(tf_backend *b, const prec *p, const gemm_case *t)
     int64_t sa = rows_a * lda + 3, sb = rows_b * ldb + 5, sc = (int64_t)t->m * ldc + 7;
     size_t na = (size_t)(sa * t->batch), nb = (size_t)(sb * t->batch), nc = (size_t)(sc * t->batch);
     float *a = fnew(na), *bm = fnew(nb), *c = fnew(nc), *bias = fnew((size_t)t->n);
-    fill(a, na, -1, 1);
-    fill(bm, nb, -1, 1);
-    fill(c, nc, -1, 1);
-    fill(bias, (size_t)t->n, -1, 1);
+    tf_test_fill(a, na, -1, 1);
+    tf_test_fill(bm, nb, -1, 1);
+    tf_test_fill(c, nc, -1, 1);
+    tf_test_fill(bias, (size_t)t->n, -1, 1);
     float *c0 = fnew(nc); /* C before the GEMMs, for the error bound */
     memcpy(c0, c, nc * sizeof *c);
     void *da = gput_dt(a, na, p->dt), *db = gput_dt(bm, nb, p->dt), *dc = gput_dt(c, nc, cdt);
@@ -688,8 +593,8 @@ START_TEST(test_sum_rows)
                 int rows = shapes[si][0], cols = shapes[si][1];
                 size_t n = (size_t)rows * cols;
                 float *dy = fnew(n), *db = fnew((size_t)cols), *got = fnew((size_t)cols);
-                fill(dy, n, -2, 2);
-                fill(db, (size_t)cols, -1, 1);
+                tf_test_fill(dy, n, -2, 2);
+                tf_test_fill(db, (size_t)cols, -1, 1);
                 void *ddy = gput_dt(dy, n, dt);
                 float *ddb = gput(db, (size_t)cols * sizeof(float));
                 G_OK(gv->sum_rows(gb, NULL, rows ? ddy : NULL, dt, rows, cols, ddb, acc, &err));
@@ -724,7 +629,7 @@ START_TEST(test_sum_squares)
     for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
         size_t n = sizes[si];
         float *x = fnew(n);
-        fill(x, n, -3, 3);
+        tf_test_fill(x, n, -3, 3);
         float *dx = gput(x, n * sizeof(float));
         float got = -1, again = -2, want = 0;
         G_OK(gv->sum_squares(gb, NULL, n ? dx : NULL, n, out, &err));
@@ -752,7 +657,7 @@ START_TEST(test_finite_check)
         unsigned char *h = calloc(n, es);
         ck_assert_ptr_nonnull(h);
         for (size_t i = 0; i < n; i++) {
-            float v = urand(-1e4f, 1e4f);
+            float v = tf_test_frand(-1e4f, 1e4f);
             if (dt == TF_DTYPE_F32) ((float *)h)[i] = v;
             else if (dt == TF_DTYPE_F16) ((uint16_t *)h)[i] = tf_f32_to_f16(v * 0.5f);
             else if (dt == TF_DTYPE_BF16) ((uint16_t *)h)[i] = tf_f32_to_bf16(v);
@@ -762,7 +667,7 @@ START_TEST(test_finite_check)
         for (int round = 0; round < 3; round++) {
             int32_t start = round == 1 ? 2 : 0, got = -1;
             ck_assert_int_eq(gv->memcpy(gb, found, &start, sizeof start, TF_COPY_HOST_TO_DEVICE, NULL), TF_OK);
-            size_t at = (size_t)irand((int)n);
+            size_t at = (size_t)tf_test_irand((int)n);
             if (round == 2) { /* plant an inf (f16: 65504 * 2 overflows; NaN for f64) */
                 unsigned char bad[8];
                 if (dt == TF_DTYPE_F32) { float v = INFINITY; memcpy(bad, &v, 4); }
@@ -790,7 +695,7 @@ END_TEST
 /* Inputs for the activations: a spread of values plus the edges. */
 static void activation_inputs(float *x, size_t n, float range)
 {
-    fill(x, n, -range, range);
+    tf_test_fill(x, n, -range, range);
     static const float edges[] = {0.0f, -0.0f, 1e-30f, -1e-30f, 0.7071f, -0.7071f, 5.0f,
                                   -5.0f, 14.9f, -14.9f, 30.0f, -30.0f, 100.0f, -100.0f};
     for (size_t i = 0; i < sizeof edges / sizeof edges[0] && i < n; i++) x[i] = edges[i];
@@ -805,7 +710,7 @@ START_TEST(test_gelu_tanh)
         double tol = tol_of(dt, TF_MATMUL_FP32);
         float *x = fnew(n), *dy = fnew(n), *want = fnew(n), *got = fnew(n);
         activation_inputs(x, n, 8.0f);
-        fill(dy, n, -1, 1);
+        tf_test_fill(dy, n, -1, 1);
         void *dx = gput_dt(x, n, dt), *ddy = gput_dt(dy, n, dt), *dout = galloc(n * esize(dt));
         for (int kind = 0; kind < 2; kind++) {
             G_OK(gv->gelu_fwd(gb, NULL, dx, dout, n, (tf_gelu_kind)kind, dt, &err));
@@ -859,12 +764,12 @@ START_TEST(test_dropout_rows)
                 uint8_t *keep = malloc(n), *gkeep = malloc(n);
                 ck_assert_ptr_nonnull(keep);
                 ck_assert_ptr_nonnull(gkeep);
-                fill(x, n, -2, 2);
+                tf_test_fill(x, n, -2, 2);
                 void *dx = gput_dt(x, n, dt), *dy = galloc(n * esize(dt));
                 uint8_t *dk = galloc(n);
                 tf_dropout_desc d = {.size = sizeof d, .x = dx, .y = dy, .keep = dk, .rows = rows,
-                                     .row_elems = R, .p = 0.3f, .dt = dt, .seed = rnd64(),
-                                     .offset = (uint64_t)(ci + 1) << 32, .row_first = rnd64() >> 40,
+                                     .row_elems = R, .p = 0.3f, .dt = dt, .seed = tf_test_next(),
+                                     .offset = (uint64_t)(ci + 1) << 32, .row_first = tf_test_next() >> 40,
                                      .row_stride = 1 + li};
                 G_OK(gv->dropout_fwd_ex(gb, NULL, &d, &err));
                 tf_dropout_desc c = d;
@@ -896,7 +801,7 @@ START_TEST(test_dropout)
 {
     static const size_t sizes[] = {1, 2, 3, 4, 5, 7, 1000003};
     static const float ps[] = {0.0f, 0.1f, 0.5f, 1.0f};
-    const uint64_t seed = 0x123456789abcdef0ull ^ rnd64(), offset = ((uint64_t)3 << 32) + 7;
+    const uint64_t seed = 0x123456789abcdef0ull ^ tf_test_next(), offset = ((uint64_t)3 << 32) + 7;
     for (size_t di = 0; di < NACT; di++) {
         tf_dtype dt = ACT[di];
         if (!dt_ok(dt)) continue;
@@ -908,7 +813,7 @@ START_TEST(test_dropout)
                 uint8_t *keep = malloc(n), *gkeep = malloc(n);
                 ck_assert_ptr_nonnull(keep);
                 ck_assert_ptr_nonnull(gkeep);
-                fill(x, n, -2, 2);
+                tf_test_fill(x, n, -2, 2);
                 void *dx = gput_dt(x, n, dt), *dy = galloc(n * esize(dt));
                 uint8_t *dk = galloc(n);
                 G_OK(gv->dropout_fwd(gb, NULL, dx, dy, dk, n, p, seed, offset, dt, &err));
@@ -956,14 +861,14 @@ START_TEST(test_add_scale)
         if (!dt_ok(dt)) continue;
         double tol = tol_of(dt, TF_MATMUL_FP32);
         float *a = fnew(n), *b = fnew(n), *want = fnew(n), *got = fnew(n);
-        fill(a, n, -3, 3);
-        fill(b, n, -3, 3);
+        tf_test_fill(a, n, -3, 3);
+        tf_test_fill(b, n, -3, 3);
         void *da = gput_dt(a, n, dt), *db = gput_dt(b, n, dt);
         G_OK(gv->add(gb, NULL, da, db, da, n, dt, &err)); /* y aliases a */
         gget_dt(got, da, n, dt);
         G_OK(cv->add(cb, NULL, a, b, want, n, TF_DTYPE_F32, &err));
         ASSERT_CLOSE(got, want, n, tol, "add %s", tf_dtype_name(dt));
-        quantize(want, n, dt);
+        tf_test_quantize(want, n, dt);
         G_OK(gv->scale(gb, NULL, da, n, -0.37f, dt, &err));
         gget_dt(got, da, n, dt);
         G_OK(cv->scale(cb, NULL, want, n, -0.37f, TF_DTYPE_F32, &err));
@@ -986,7 +891,7 @@ START_TEST(test_cast)
      * with the specials */
     double *src64 = malloc(n * sizeof(double));
     ck_assert_ptr_nonnull(src64);
-    for (size_t i = 0; i < n; i++) src64[i] = urand(-1, 1) * pow(2.0, irand(80) - 40);
+    for (size_t i = 0; i < n; i++) src64[i] = tf_test_frand(-1, 1) * pow(2.0, tf_test_irand(80) - 40);
     static const double specials[] = {0.0, -0.0, 65504.0, 65520.0, 1e-8, 5.96e-8, 2.98e-8,
                                       1.0 + 1.0 / 2048, 1.0 + 3.0 / 2048, 3.4e38, 1e300};
     for (size_t i = 0; i < sizeof specials / sizeof specials[0]; i++) src64[i] = specials[i];
@@ -1046,10 +951,10 @@ START_TEST(test_embedding_fwd)
                 size_t n = (size_t)rows * dim;
                 int32_t *ids = malloc(rows * sizeof *ids);
                 ck_assert_ptr_nonnull(ids);
-                for (int i = 0; i < rows; i++) ids[i] = i < 5 ? vocab - 1 - i : irand(vocab);
+                for (int i = 0; i < rows; i++) ids[i] = i < 5 ? vocab - 1 - i : tf_test_irand(vocab);
                 float *table = fnew((size_t)vocab * dim), *out = fnew(n), *got = fnew(n);
-                fill(table, (size_t)vocab * dim, -1, 1);
-                fill(out, n, -1, 1);
+                tf_test_fill(table, (size_t)vocab * dim, -1, 1);
+                tf_test_fill(out, n, -1, 1);
                 int32_t *dids = gput(ids, rows * sizeof *ids);
                 float *dtab = gput(table, (size_t)vocab * dim * sizeof(float));
                 void *dout = gput_dt(out, n, dt);
@@ -1121,10 +1026,10 @@ START_TEST(test_embedding_bwd)
             int32_t *ids = malloc(rows * sizeof *ids);
             ck_assert_ptr_nonnull(ids);
             /* mostly one id (a run across many tiles, as [PAD]), some others */
-            for (int i = 0; i < rows; i++) ids[i] = irand(3) ? 0 : irand(vocab);
+            for (int i = 0; i < rows; i++) ids[i] = tf_test_irand(3) ? 0 : tf_test_irand(vocab);
             float *dout = fnew(n), *tab = fnew(tn), *got = fnew(tn), *got2 = fnew(tn);
-            fill(dout, n, -1, 1);
-            fill(tab, tn, -1, 1);
+            tf_test_fill(dout, n, -1, 1);
+            tf_test_fill(tab, tn, -1, 1);
             int32_t *dids = gput(ids, rows * sizeof *ids);
             void *ddout = gput_dt(dout, n, dt);
             float *dtab = gput(tab, tn * sizeof(float));
@@ -1177,10 +1082,10 @@ START_TEST(test_adamw)
     tf_adamw_segment segs[] = {{100000, 100003, 0.0f}, {0, 5000, 0.01f},
                                {6000, 94000, 0.1f},   {5000, 0, 0.5f}};
     float *p = fnew(n), *g = fnew(n), *m = fnew(n), *v = fnew(n);
-    fill(p, n, -1, 1);
-    fill(g, n, -1e-2f, 1e-2f);
-    fill(m, n, -1e-3f, 1e-3f);
-    for (size_t i = 0; i < n; i++) v[i] = urand(0, 1e-4f);
+    tf_test_fill(p, n, -1, 1);
+    tf_test_fill(g, n, -1e-2f, 1e-2f);
+    tf_test_fill(m, n, -1e-3f, 1e-3f);
+    for (size_t i = 0; i < n; i++) v[i] = tf_test_frand(0, 1e-4f);
     float *dp = gput(p, n * 4), *dg = gput(g, n * 4), *dm = gput(m, n * 4), *dv = gput(v, n * 4);
     for (int step = 1; step <= 3; step++) {
         tf_adamw_hyper h = {1e-3f * (float)step, 0.9f, 0.999f, 1e-8f, step, step == 2 ? 0.5f : 1.0f};
@@ -1222,8 +1127,8 @@ START_TEST(test_adamw_hf)
     const size_t n = 100003;
     tf_adamw_segment segs[] = {{0, 5000, 0.01f}, {5000, 95003, 0.0f}};
     float *p = fnew(n), *g = fnew(n), *m = fnew(n), *v = fnew(n);
-    fill(p, n, -1, 1);
-    fill(g, n, -1e-2f, 1e-2f);
+    tf_test_fill(p, n, -1, 1);
+    tf_test_fill(g, n, -1e-2f, 1e-2f);
     for (size_t i = 0; i < n; i++) m[i] = v[i] = 0.0f;
     float *dp = gput(p, n * 4), *dg = gput(g, n * 4), *dm = gput(m, n * 4), *dv = gput(v, n * 4);
     ck_assert(TF_HAS(gv, adamw_ex) && TF_HAS(cv, adamw_ex));
@@ -1257,8 +1162,8 @@ START_TEST(test_adafactor)
     for (int i = 0; i < 3; i++) ts[i].state_offset = ns, ns += tf_adafactor_state_count(&ts[i]);
     size_t wsb = tf_adafactor_workspace_bytes(ts, 3);
     float *p = fnew(n), *g = fnew(n), *s = fnew(ns), *ws = fnew(wsb / 4);
-    fill(p, n, -1, 1);
-    fill(g, n, -1e-2f, 1e-2f);
+    tf_test_fill(p, n, -1, 1);
+    tf_test_fill(g, n, -1e-2f, 1e-2f);
     for (size_t i = 0; i < ns; i++) s[i] = 0.0f;
     float *dp = gput(p, n * 4), *dg = gput(g, n * 4), *ds = gput(s, ns * 4), *dws = gput(ws, wsb);
     ck_assert(TF_HAS(gv, adafactor) && TF_HAS(cv, adafactor));
@@ -1295,50 +1200,18 @@ static Suite *cuda_suite(void)
     Suite *s = suite_create("backend_cuda");
     /* two cases, so CK_RUN_CASE=runtime runs the stream and memory checks
      * alone (the emulated suite does, under ThreadSanitizer) */
-    TCase *tc = tcase_create("runtime");
-    tcase_set_timeout(tc, 600);
-    tcase_add_test(tc, test_device);
-    tcase_add_test(tc, test_memory);
-    tcase_add_test(tc, test_out_of_memory);
-    tcase_add_test(tc, test_streams_events);
-    tcase_add_test(tc, test_config);
-    suite_add_tcase(s, tc);
-    tc = tcase_create("ops");
-    tcase_set_timeout(tc, 600);
-    tcase_add_test(tc, test_gemm);
-    tcase_add_test(tc, test_gemm_no_k);
-    tcase_add_test(tc, test_gemm_cublaslt_gelu);
-    tcase_add_test(tc, test_gemm_errors);
-    tcase_add_test(tc, test_sum_rows);
-    tcase_add_test(tc, test_sum_squares);
-    tcase_add_test(tc, test_finite_check);
-    tcase_add_test(tc, test_gelu_tanh);
-    tcase_add_test(tc, test_dropout);
-    tcase_add_test(tc, test_dropout_rows);
-    tcase_add_test(tc, test_add_scale);
-    tcase_add_test(tc, test_cast);
-    tcase_add_test(tc, test_embedding_fwd);
-    tcase_add_test(tc, test_embedding_bad_id);
-    tcase_add_test(tc, test_embedding_bwd);
-    tcase_add_test(tc, test_adamw);
-    tcase_add_test(tc, test_adamw_hf);
-    tcase_add_test(tc, test_adafactor);
-    suite_add_tcase(s, tc);
+    const TTest *const runtime[] = {
+        test_device, test_memory, test_out_of_memory, test_streams_events, test_config,
+    };
+    const TTest *const ops[] = {
+        test_gemm, test_gemm_no_k, test_gemm_cublaslt_gelu, test_gemm_errors, test_sum_rows,
+        test_sum_squares, test_finite_check, test_gelu_tanh, test_dropout, test_dropout_rows,
+        test_add_scale, test_cast, test_embedding_fwd, test_embedding_bad_id, test_embedding_bwd,
+        test_adamw, test_adamw_hf, test_adafactor,
+    };
+    tf_test_add_group(s, "runtime", runtime, TF_TEST_COUNT(runtime), 600);
+    tf_test_add_group(s, "ops", ops, TF_TEST_COUNT(ops), 600);
     return s;
-}
-
-/* Which plugin folder holds plugin `dir` in the build tree. */
-static void plugin_dir(char *buf, size_t n, const char *dir)
-{
-    const char *b = getenv("top_builddir");
-    snprintf(buf, n, "%s/plugins/%s/.libs", b ? b : ".", dir);
-}
-
-static void print_rejection(const char *file)
-{
-    for (size_t i = 0; i < reg->nrejected; i++)
-        if (strstr(reg->rejected[i].path, file))
-            fprintf(stderr, "rejected: %s\n", reg->rejected[i].why);
 }
 
 /* Without a device: open fails with TF_ERR_PLUGIN and one line that carries
@@ -1380,76 +1253,12 @@ static int no_device_checks(const tf_backend_vtable *vt, const char *probe_why)
 
 int main(void)
 {
-    char dcuda[4096], dcpu[4096];
-    plugin_dir(dcuda, sizeof dcuda, "backend-cuda");
-    plugin_dir(dcpu, sizeof dcpu, "backend-cpu");
-    const char *dirs[] = {dcuda, dcpu};
-    if (tf_registry_scan(&reg, dirs, 2, &err) != TF_OK) {
-        fprintf(stderr, "test_backend_cuda: scanning the plugin folders: %s\n", err.msg);
-        return EXIT_FAILURE;
-    }
-    const tf_loaded_plugin *pc = tf_registry_find(reg, TF_KIND_BACKEND, "cuda");
-    if (!pc) { /* it was built: not finding it is a failure, not a skip */
-        fprintf(stderr, "test_backend_cuda: tfcore-backend-cuda.so not found in %s\n", dcuda);
-        print_rejection("tfcore-backend-cuda.so");
-        tf_registry_free(reg);
-        return EXIT_FAILURE;
-    }
-    if (!pc->usable) {
-        const char *why = pc->why;
-        const char *prefix = "no CUDA device: ";
-        if (strncmp(why, prefix, strlen(prefix)) == 0) why += strlen(prefix);
-        /* what can be checked without a GPU: open's error says the same as the
-         * probe, on one line, and the config keys are still read */
-        int bad = no_device_checks(pc->desc->vtable, pc->why);
-        if (bad) {
-            tf_registry_free(reg);
-            return EXIT_FAILURE;
-        }
-        char line[1200];
-        snprintf(line, sizeof line, "no CUDA device (%s)", why);
-        tf_registry_free(reg);
-        return tf_test_gpu_unavailable("test_backend_cuda", line);
-    }
-    if (getenv("TF_CUDA_TEST_PROBE")) {
-        tf_registry_free(reg);
-        return EXIT_SUCCESS;
-    }
-    const tf_loaded_plugin *pp = tf_registry_find(reg, TF_KIND_BACKEND, "cpu");
-    if (!pp || !pp->usable) {
-        char line[4200];
-        snprintf(line, sizeof line, "backend-cpu (the reference) is not built in %s", dcpu);
-        tf_registry_free(reg);
-        return tf_test_gpu_unavailable("test_backend_cuda", line);
-    }
-    gv = pc->desc->vtable;
-    cv = pp->desc->vtable;
-    const char *seed_env = getenv("TF_TEST_SEED");
-    seed0 = seed_env ? strtoull(seed_env, NULL, 10) : (uint64_t)time(NULL) * 2654435761u;
-    rng_state = seed0 ? seed0 : 1;
-    printf("test_backend_cuda: seed %llu (TF_TEST_SEED=%llu repeats this run)\n",
-           (unsigned long long)seed0, (unsigned long long)seed0);
-
-    tf_backend_open_args ga = {sizeof ga, 0, 0, 1234, NULL}, ca = {sizeof ca, 0, 0, 1234, NULL};
-    if (gv->open(&ga, &gb, &err) != TF_OK) {
-        fprintf(stderr, "test_backend_cuda: opening backend-cuda: %s\n", err.msg);
-        tf_registry_free(reg);
-        return EXIT_FAILURE;
-    }
-    if (cv->open(&ca, &cb, &err) != TF_OK) {
-        fprintf(stderr, "test_backend_cuda: opening backend-cpu: %s\n", err.msg);
-        gv->close(gb);
-        tf_registry_free(reg);
-        return EXIT_FAILURE;
-    }
-    printf("test_backend_cuda: %s against %s\n", gv->device_name(gb), cv->device_name(cb));
-    SRunner *sr = srunner_create(cuda_suite());
-    srunner_set_fork_status(sr, CK_NOFORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    gv->close(gb);
-    cv->close(cb);
-    tf_registry_free(reg);
+    tf_test_pair_opts o = {.no_device = no_device_checks, .answer_probe = true};
+    int rc = tf_test_pair_open(&pair, "test_backend_cuda", &o);
+    if (rc >= 0) return rc;
+    gv = pair.gv, cv = pair.cv, gb = pair.gb, cb = pair.cb;
+    seed0 = pair.seed;
+    int failed = tf_test_run(cuda_suite(), true);
+    tf_test_pair_close(&pair);
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

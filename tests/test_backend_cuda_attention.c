@@ -34,8 +34,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "gpu_required.h"
-#include "registry.h"
+#include "backend_pair.h"
+#include "common.h"
 #include "tfcore/backend.h"
 #include "tfcore/dtype.h"
 #include "tfcore/error.h"
@@ -43,32 +43,13 @@
 
 /* --- the two backends ------------------------------------------------------- */
 
-static tf_registry *reg;
+static tf_test_pair pair; /* tests/backend_pair.h */
 static const tf_backend_vtable *gv, *cv; /* cuda, cpu */
 static tf_backend *gb, *cb;
 static tf_error err;
 static uint64_t seed0;
 
 #define OK(call) ck_assert_msg((call) == TF_OK, "%s failed: %s", #call, err.msg)
-
-/* --- random numbers ----------------------------------------------------------- */
-
-static uint64_t rng;
-
-static uint64_t next64(void)
-{
-    rng ^= rng >> 12;
-    rng ^= rng << 25;
-    rng ^= rng >> 27;
-    return rng * 0x2545F4914F6CDD1Dull;
-}
-
-static float frand(float lo, float hi) /* [lo, hi) */
-{
-    return lo + (hi - lo) * (float)((double)(next64() >> 11) * (1.0 / 9007199254740992.0));
-}
-
-static int irand(int n) { return (int)(next64() % (uint64_t)n); }
 
 /* --- dtypes and modes ----------------------------------------------------------- */
 
@@ -101,60 +82,19 @@ static double tol_of(const combo *c)
     /* 16-bit: 1e-2. On the CUDA emulation over 10 seeds the largest were
      * 5.2e-3 (bf16 attention out) and 6.4e-4 (f16). The attention gradients,
      * which once needed 4e-2 for bf16, are held to att_grad_tol. */
-    if (c->dt != TF_DTYPE_F32) return 1e-2;
     /* f32: 2e-5, not 1e-5: the kernels sum over keys and queries in another
      * order than backend-cpu, and with cancellation that alone reached
      * 1.01e-5 (dk, S 128, D 64, mask 2, p 0.1, TF_TEST_SEED=4766184181801904940,
      * on the CUDA emulation, which computes the kernels' own operations) */
-    return c->mode == TF_MATMUL_TF32 ? 3e-3 : 2e-5;
+    return tf_test_tol(c->dt, c->mode, 2e-5);
 }
 
 static size_t esize(tf_dtype dt) { return tf_dtype_size(dt); }
 
-static float round_to(float v, tf_dtype dt)
-{
-    if (dt == TF_DTYPE_F16) return tf_f16_to_f32(tf_f32_to_f16(v));
-    if (dt == TF_DTYPE_BF16) return tf_bf16_to_f32(tf_f32_to_bf16(v));
-    return v;
-}
-
-/* x[n] rounded to dt in place: the values both backends will see */
-static void quantize(float *x, size_t n, tf_dtype dt)
-{
-    for (size_t i = 0; i < n; i++) x[i] = round_to(x[i], dt);
-}
-
 static void fill(float *x, size_t n, float lo, float hi, tf_dtype dt)
 {
-    for (size_t i = 0; i < n; i++) x[i] = frand(lo, hi);
-    quantize(x, n, dt);
-}
-
-static void *host_dt(const float *x, size_t n, tf_dtype dt) /* a new host buffer in dt */
-{
-    void *p = malloc(n * esize(dt) + 1);
-    ck_assert_ptr_nonnull(p);
-    for (size_t i = 0; i < n; i++) {
-        if (dt == TF_DTYPE_F32)
-            ((float *)p)[i] = x[i];
-        else if (dt == TF_DTYPE_F16)
-            ((uint16_t *)p)[i] = tf_f32_to_f16(x[i]);
-        else
-            ((uint16_t *)p)[i] = tf_f32_to_bf16(x[i]);
-    }
-    return p;
-}
-
-static void host_f32(const void *p, size_t n, tf_dtype dt, float *out)
-{
-    for (size_t i = 0; i < n; i++) {
-        if (dt == TF_DTYPE_F32)
-            out[i] = ((const float *)p)[i];
-        else if (dt == TF_DTYPE_F16)
-            out[i] = tf_f16_to_f32(((const uint16_t *)p)[i]);
-        else
-            out[i] = tf_bf16_to_f32(((const uint16_t *)p)[i]);
-    }
+    for (size_t i = 0; i < n; i++) x[i] = tf_test_frand(lo, hi);
+    tf_test_quantize(x, n, dt);
 }
 
 static float *fnew(size_t n)
@@ -166,33 +106,7 @@ static float *fnew(size_t n)
 
 /* --- comparisons ------------------------------------------------------------------ */
 
-/* max |got - want| / max |want|; NaN on either side only matches NaN */
-static double rel_err(const float *got, const float *want, size_t n)
-{
-    double num = 0.0, den = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        double g = got[i], w = want[i];
-        if (isnan(g) || isnan(w)) {
-            if (isnan(g) != isnan(w)) return INFINITY;
-            continue;
-        }
-        double d = fabs(g - w);
-        if (!(d <= num)) num = d;
-        if (fabs(w) > den) den = fabs(w);
-    }
-    return den > 0.0 ? num / den : num;
-}
-
-#define ASSERT_CLOSE(got, want, n, tol, ...)                                                \
-    do {                                                                                    \
-        double e_ = rel_err((got), (want), (n));                                            \
-        if (!(e_ <= (tol))) {                                                               \
-            char what_[300];                                                                \
-            snprintf(what_, sizeof what_, __VA_ARGS__);                                     \
-            ck_abort_msg("%s: relative error %.3g > %.3g (seed %llu)", what_, e_,           \
-                         (double)(tol), (unsigned long long)seed0);                         \
-        }                                                                                   \
-    } while (0)
+#define ASSERT_CLOSE(...) TF_TEST_ASSERT_NORMWISE(seed0, __VA_ARGS__)
 
 /* --- device buffers ------------------------------------------------------------------ */
 
@@ -228,7 +142,7 @@ static void gget(void *host, const void *dev, size_t bytes)
 /* x[n] (already quantized) into device memory at dev, in dt */
 static void gput_dt(void *dev, const float *x, size_t n, tf_dtype dt)
 {
-    void *h = host_dt(x, n, dt);
+    void *h = tf_test_to_dt(x, n, dt);
     gput(dev, h, n * esize(dt));
     free(h);
 }
@@ -238,7 +152,7 @@ static void gget_dt(float *out, const void *dev, size_t n, tf_dtype dt)
     void *h = malloc(n * esize(dt) + 1);
     ck_assert_ptr_nonnull(h);
     gget(h, dev, n * esize(dt));
-    host_f32(h, n, dt, out);
+    tf_test_from_dt(h, n, dt, out);
     free(h);
 }
 
@@ -274,7 +188,7 @@ static int32_t *make_mask(int B, int S, int mode)
     ck_assert_ptr_nonnull(m);
     for (int i = 0; i < B * S; i++) m[i] = 1;
     if (mode >= 1) {
-        int len = 1 + irand(S - S / 3 > 0 ? S - S / 3 : 1); /* in [1, S - S/3] */
+        int len = 1 + tf_test_irand(S - S / 3 > 0 ? S - S / 3 : 1); /* in [1, S - S/3] */
         for (int j = len; j < S; j++) m[j] = 0;
     }
     if (mode == 2 && B > 1)
@@ -485,9 +399,9 @@ static void att_check(const combo *k, const att_case *c, size_t shift)
     fill(qkv, nq, -2.0f, 2.0f, k->dt); /* peaked and flat rows both */
     fill(dout, no, -1.0f, 1.0f, k->dt);
     int32_t *mask = c->mask_mode ? make_mask(c->B, c->S, c->mask_mode) : NULL;
-    uint64_t seed = next64(), offset = next64() >> 20;
+    uint64_t seed = tf_test_next(), offset = tf_test_next() >> 20;
     /* sequence b is global row first + b * stride (ABI 1.3; the 1.0 slots are (0, 1)) */
-    uint64_t row_first = next64() >> 40, row_stride = 1 + (uint64_t)irand(3);
+    uint64_t row_first = tf_test_next() >> 40, row_stride = 1 + (uint64_t)tf_test_irand(3);
     tf_attention_desc d = {c->B, c->S, c->heads, c->D, 1.0f / sqrtf((float)c->D), c->p,
                            seed, offset, TF_DTYPE_F32, TF_MATMUL_FP32};
     void *save = malloc(cv->attention_save_bytes(cb, &d));
@@ -715,7 +629,7 @@ static void ln_check(const combo *k, const ln_case *c)
     /* the reference: in = x + residual rounded to dt (as the GPU stores it),
      * then backend-cpu's layernorm on it */
     float *in = fnew(n);
-    for (size_t i = 0; i < n; i++) in[i] = round_to(c->residual ? x[i] + res[i] : x[i], dt);
+    for (size_t i = 0; i < n; i++) in[i] = tf_test_round(c->residual ? x[i] + res[i] : x[i], dt);
     float *y = fnew(n), *mean = fnew(c->rows), *rstd = fnew(c->rows);
     float *dx = fnew(n), *dgamma = fnew(c->cols), *dbeta = fnew(c->cols);
     memcpy(dx, dx0, n * sizeof(float));
@@ -973,7 +887,7 @@ static void ce_check(const combo *k, const ce_case *c)
     int32_t *labels = malloc((c->rows ? c->rows : 1) * sizeof *labels);
     ck_assert_ptr_nonnull(labels);
     for (int r = 0; r < c->rows; r++) {
-        labels[r] = irand(c->classes);
+        labels[r] = tf_test_irand(c->classes);
         if (c->ignore == 2 || (c->ignore == 1 && r % 3 == 1)) labels[r] = ignore_index;
     }
     for (size_t i = 0; i < n; i++) dx[i] = 7.0f; /* padding columns must keep it */
@@ -1072,7 +986,7 @@ START_TEST(test_cross_entropy_deterministic)
         fill(x, n, -6.0f, 6.0f, k->dt);
         int32_t *labels = malloc(rows * sizeof *labels);
         ck_assert_ptr_nonnull(labels);
-        for (int r = 0; r < rows; r++) labels[r] = r % 5 == 0 ? -100 : irand(classes);
+        for (int r = 0; r < rows; r++) labels[r] = r % 5 == 0 ? -100 : tf_test_irand(classes);
         gbuf gx = gnew_from(x, n, k->dt, 0), gdx = gnew(n, k->dt, 0);
         int32_t *gl = galloc(rows * sizeof *gl);
         gput(gl, labels, rows * sizeof *gl);
@@ -1155,10 +1069,7 @@ END_TEST
 static Suite *attention_suite(void)
 {
     Suite *s = suite_create("backend-cuda fused ops");
-    struct {
-        const char *name;
-        const TTest *test;
-    } cases[] = {
+    const tf_test_case cases[] = {
         {"attention_f32", test_attention_f32},
         {"attention_tf32", test_attention_tf32},
         {"attention_f16", test_attention_f16},
@@ -1176,84 +1087,18 @@ static Suite *attention_suite(void)
         {"cross_entropy_bad_label", test_cross_entropy_bad_label},
         {"cross_entropy_errors", test_cross_entropy_errors},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        TCase *tc = tcase_create(cases[i].name);
-        tcase_add_test(tc, cases[i].test);
-        suite_add_tcase(s, tc);
-    }
+    tf_test_add_cases(s, cases, TF_TEST_COUNT(cases), NULL, NULL, 0);
     return s;
-}
-
-static void plugin_dir(char *buf, size_t n, const char *dir)
-{
-    const char *b = getenv("top_builddir");
-    snprintf(buf, n, "%s/plugins/%s/.libs", b ? b : ".", dir);
 }
 
 int main(void)
 {
-    char dcuda[4096], dcpu[4096];
-    plugin_dir(dcuda, sizeof dcuda, "backend-cuda");
-    plugin_dir(dcpu, sizeof dcpu, "backend-cpu");
-    const char *dirs[] = {dcuda, dcpu};
-    if (tf_registry_scan(&reg, dirs, 2, &err) != TF_OK) {
-        fprintf(stderr, "test_backend_cuda_attention: scanning the plugin folders: %s\n", err.msg);
-        return EXIT_FAILURE;
-    }
-    const tf_loaded_plugin *pc = tf_registry_find(reg, TF_KIND_BACKEND, "cuda");
-    if (!pc) { /* it was built: not finding it is a failure, not a skip */
-        fprintf(stderr, "test_backend_cuda_attention: tfcore-backend-cuda.so not found in %s\n",
-                dcuda);
-        for (size_t i = 0; i < reg->nrejected; i++)
-            if (strstr(reg->rejected[i].path, "tfcore-backend-cuda.so"))
-                fprintf(stderr, "rejected: %s\n", reg->rejected[i].why);
-        tf_registry_free(reg);
-        return EXIT_FAILURE;
-    }
-    if (!pc->usable) {
-        const char *why = pc->why, *prefix = "no CUDA device: ";
-        if (strncmp(why, prefix, strlen(prefix)) == 0) why += strlen(prefix);
-        char line[1200];
-        snprintf(line, sizeof line, "no CUDA device (%s)", why);
-        tf_registry_free(reg);
-        return tf_test_gpu_unavailable("test_backend_cuda_attention", line);
-    }
-    const tf_loaded_plugin *pp = tf_registry_find(reg, TF_KIND_BACKEND, "cpu");
-    if (!pp || !pp->usable) {
-        char line[4200];
-        snprintf(line, sizeof line, "backend-cpu (the reference) is not built in %s", dcpu);
-        tf_registry_free(reg);
-        return tf_test_gpu_unavailable("test_backend_cuda_attention", line);
-    }
-    gv = pc->desc->vtable;
-    cv = pp->desc->vtable;
-    const char *seed_env = getenv("TF_TEST_SEED");
-    seed0 = seed_env ? strtoull(seed_env, NULL, 10) : (uint64_t)time(NULL) * 2654435761u;
-    rng = seed0 ? seed0 : 1;
-    printf("test_backend_cuda_attention: seed %llu (TF_TEST_SEED=%llu repeats this run)\n",
-           (unsigned long long)seed0, (unsigned long long)seed0);
-    tf_backend_open_args ga = {sizeof ga, 0, 0, 1234, NULL}, ca = {sizeof ca, 0, 0, 1234, NULL};
-    if (gv->open(&ga, &gb, &err) != TF_OK) {
-        fprintf(stderr, "test_backend_cuda_attention: opening backend-cuda: %s\n", err.msg);
-        tf_registry_free(reg);
-        return EXIT_FAILURE;
-    }
-    if (cv->open(&ca, &cb, &err) != TF_OK) {
-        fprintf(stderr, "test_backend_cuda_attention: opening backend-cpu: %s\n", err.msg);
-        gv->close(gb);
-        tf_registry_free(reg);
-        return EXIT_FAILURE;
-    }
-    printf("test_backend_cuda_attention: %s against %s\n", gv->device_name(gb),
-           cv->device_name(cb));
-    SRunner *sr = srunner_create(attention_suite());
-    srunner_set_fork_status(sr, CK_NOFORK);
-    srunner_run_all(sr, CK_NORMAL);
+    int rc = tf_test_pair_open(&pair, "test_backend_cuda_attention", NULL);
+    if (rc >= 0) return rc;
+    gv = pair.gv, cv = pair.cv, gb = pair.gb, cb = pair.cb;
+    seed0 = pair.seed;
+    int failed = tf_test_run(attention_suite(), true);
     report_print();
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    gv->close(gb);
-    cv->close(cb);
-    tf_registry_free(reg);
+    tf_test_pair_close(&pair);
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

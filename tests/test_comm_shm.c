@@ -2,7 +2,8 @@
  * of the core's process launcher path. Each test forks N worker processes
  * itself, after mapping the 64 KiB shared region the way the core does
  * (zero-filled, MAP_SHARED, before the fork); every worker opens
- * backend-cpu and the plugin through their vtables (dlopen, as the core).
+ * backend-cpu and the plugin through their vtables (loaded before the fork
+ * by the core's registry).
  * Checked: exact sums in rank order (f32/f64, SUM/AVG, many chunks, several
  * requests in flight, waits out of order), broadcast of every dtype,
  * reduce, barrier ordering, abort, the no-progress timeout (and that
@@ -10,7 +11,6 @@
  * name is unlinked once everyone has it. */
 #include <check.h>
 #include <dirent.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common.h"
 #include "tfcore/backend.h"
 #include "tfcore/comm.h"
 #include "tfcore/config.h"
@@ -34,24 +35,27 @@
 static const tf_comm_vtable *cvt;
 static const tf_backend_vtable *bvt;
 
-static const void *load_vtable(const char *rel, uint32_t kind)
+static tf_registry *reg; /* holds both plugins open for the process */
+
+static const void *load_vtable(const char *name, uint32_t kind)
 {
-    const char *b = getenv("top_builddir");
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", b ? b : ".", rel);
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    ck_assert_msg(h != NULL, "cannot load %s: %s", path, dlerror());
-    tf_plugin_entry_fn entry = (tf_plugin_entry_fn)dlsym(h, TF_PLUGIN_ENTRY_SYMBOL);
-    ck_assert_ptr_nonnull(entry);
-    const tf_plugin *p = entry();
-    ck_assert_uint_eq(p->kind, kind);
-    return p->vtable;
+    tf_error err = {0};
+    const tf_loaded_plugin *p = tf_test_plugin(reg, kind, name, &err);
+    ck_assert_msg(p != NULL, "cannot load %s: %s", name, err.msg);
+    ck_assert_ptr_nonnull(p->desc->vtable);
+    ck_assert_uint_eq(p->desc->kind, kind);
+    return p->desc->vtable;
 }
 
 static void load_plugins(void)
 {
-    cvt = load_vtable("tests/comm-shm/.libs/tfcore-comm-shm.so", TF_KIND_COMM);
-    bvt = load_vtable("plugins/backend-cpu/.libs/tfcore-backend-cpu.so", TF_KIND_BACKEND);
+    if (!reg) {
+        const char *rel[] = {"tests/comm-shm", "plugins/backend-cpu"};
+        tf_error err = {0};
+        ck_assert_msg(tf_test_registry(&reg, rel, 2, &err) == TF_OK, "%s", err.msg);
+    }
+    cvt = load_vtable("shm", TF_KIND_COMM);
+    bvt = load_vtable("cpu", TF_KIND_BACKEND);
 }
 
 /* --- the harness: fork ranks as the core does ------------------------------- */
@@ -653,9 +657,7 @@ int main(void)
     tcase_add_test(tc, test_init_refusals);
     tcase_add_test(tc, test_config_errors);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    int failed = tf_test_run(s, false);
+    tf_registry_free(reg);
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -145,9 +145,13 @@ sys.exit(1 if bad else 0)
 PY
 
 # --- CPU tests from the copy -------------------------------------------------------------------
-for t in test_backend_cpu test_model_bert test_precision; do
-    if inb "$b/tests/$t" >"$tmp/$t.out" 2>&1; then ok; echo "$t: $(grep -E '^[0-9]+%' "$tmp/$t.out" | tail -n 1)"; else
-        bad "tests/$t in the moved bundle:"; tail -n 15 "$tmp/$t.out"
+for t in backend-cpu/test_runtime backend-cpu/test_gemm backend-cpu/test_elementwise \
+    backend-cpu/test_dropout backend-cpu/test_layernorm backend-cpu/test_attention \
+    backend-cpu/test_embedding backend-cpu/test_cross_entropy backend-cpu/test_optimizer \
+    backend-cpu/test_threads test_model_bert test_precision; do
+    o="$tmp/$(echo "$t" | tr / _).out"
+    if inb "$b/tests/$t" >"$o" 2>&1; then ok; echo "$t: $(grep -E '^[0-9]+%' "$o" | tail -n 1)"; else
+        bad "tests/$t in the moved bundle:"; tail -n 15 "$o"
     fi
 done
 if inb sh "$b/tests/test_precision_cpu.sh" >"$tmp/pcpu.out" 2>&1; then ok; tail -n 1 "$tmp/pcpu.out"; else

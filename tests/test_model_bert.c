@@ -1,18 +1,17 @@
-/* test_model_bert.c — tfcore-model-bert through its vtable (dlopened from the
- * build tree, with backend-cpu for everything past check_config): the config
- * keys and presets, every configuration and checkpoint error (each one line
- * naming the key, tensor or file), checkpoint variants transformers accepts
- * (no "bert." prefix, legacy LayerNorm names, F16/BF16, missing head), the
- * parameter layout and views, initialisation, forward/backward contracts
- * (gradient accumulation, loss scale, grads_ready order, bad batches), and
- * save -> load round trips. Numerical agreement with transformers is the job
- * of tests/ref/model_bert_vs_hf.py. Checkpoints are written here, into a
- * temporary folder, with libtfcore's safetensors writer. */
+/* test_model_bert.c — tfcore-model-bert through its vtable (loaded from the
+ * build tree by the core's registry, with backend-cpu for everything past
+ * check_config): the config keys and presets, every configuration and
+ * checkpoint error (each one line naming the key, tensor or file), checkpoint
+ * variants transformers accepts (no "bert." prefix, legacy LayerNorm names,
+ * F16/BF16, missing head), the parameter layout and views, initialisation,
+ * forward/backward contracts (gradient accumulation, loss scale, grads_ready
+ * order, bad batches), and save -> load round trips. Numerical agreement with
+ * transformers is the job of tests/ref/model_bert_vs_hf.py. Checkpoints are
+ * written here, into a temporary folder, with libtfcore's safetensors writer. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include <check.h>
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <math.h>
@@ -23,26 +22,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common.h"
 #include "tfcore/tfcore.h"
 #include "tfcore/safetensors.h"
 
+static tf_registry *reg; /* holds both plugins open */
 static const tf_model_vtable *mv;
 static const tf_backend_vtable *bk; /* NULL when backend-cpu is not built */
 static char workdir[512];
 
 /* ---- helpers ----------------------------------------------------------------- */
-
-static const void *load_vtable(const char *rel, uint32_t kind)
-{
-    const char *top = getenv("top_builddir");
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", top ? top : ".", rel);
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!h) return NULL;
-    tf_plugin_entry_fn entry = (tf_plugin_entry_fn)dlsym(h, TF_PLUGIN_ENTRY_SYMBOL);
-    const tf_plugin *p = entry ? entry() : NULL;
-    return p && p->kind == kind ? p->vtable : NULL;
-}
 
 static tf_config *cfg_of(const char *text)
 {
@@ -1572,21 +1561,28 @@ static Suite *suite(void)
 
 int main(void)
 {
-    mv = load_vtable("plugins/model-bert/.libs/tfcore-model-bert.so", TF_KIND_MODEL);
-    if (!mv) {
-        fprintf(stderr, "test_model_bert: cannot load the model plugin: %s\n", dlerror());
+    const char *rel[] = {"plugins/model-bert", "plugins/backend-cpu"};
+    tf_error err = {0};
+    const tf_loaded_plugin *p = NULL;
+    if (tf_test_registry(&reg, rel, 2, &err) == TF_OK) p = tf_test_plugin(reg, TF_KIND_MODEL, "bert", &err);
+    if (!p) {
+        fprintf(stderr, "test_model_bert: cannot load the model plugin: %s\n", err.msg);
+        tf_registry_free(reg);
         return 1;
     }
-    bk = load_vtable("plugins/backend-cpu/.libs/tfcore-backend-cpu.so", TF_KIND_BACKEND);
+    mv = p->desc->vtable;
+    p = tf_test_plugin(reg, TF_KIND_BACKEND, "cpu", &err);
+    bk = p ? p->desc->vtable : NULL;
     if (!bk)
-        fprintf(stderr, "test_model_bert: backend-cpu not built: only the config tests run\n");
+        fprintf(stderr, "test_model_bert: backend-cpu not built: only the config tests run (%s)\n", err.msg);
     snprintf(workdir, sizeof workdir, "%s/test_model_bert.XXXXXX",
              getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    if (!mkdtemp(workdir)) return 1;
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    if (!mkdtemp(workdir)) {
+        tf_registry_free(reg);
+        return 1;
+    }
+    int failed = tf_test_run(suite(), false);
     nftw(workdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    tf_registry_free(reg);
     return failed ? 1 : 0;
 }

@@ -19,15 +19,10 @@
 # installed or cannot start (the fixture says which and why).
 set -u
 : "${top_builddir:?}" "${top_srcdir:?}"
-tfcore="$top_builddir/core/tfcore"
-diff_tool="$top_builddir/tests/params_diff"
-LSAN_OPTIONS="suppressions=$top_srcdir/tests/data/comm-mpi/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
-ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
-OMPI_MCA_mca_base_component_disable_dlclose=1
+. "$top_srcdir/tests/slurm_harness.sh"
 OMPI_MCA_btl="self,vader" # one node: no network transports probed
 OMPI_MCA_btl_vader_single_copy_mechanism=none
-export LSAN_OPTIONS ASAN_OPTIONS OMPI_MCA_mca_base_component_disable_dlclose OMPI_MCA_btl \
-    OMPI_MCA_btl_vader_single_copy_mechanism
+export OMPI_MCA_btl OMPI_MCA_btl_vader_single_copy_mechanism
 
 # the job scripts parse (and pass shellcheck where it is installed)
 for f in "$top_srcdir"/conf/slurm/*.sbatch; do
@@ -36,61 +31,9 @@ for f in "$top_srcdir"/conf/slurm/*.sbatch; do
         shellcheck "$f" || { echo "FAIL: $f: shellcheck"; exit 1; }
     fi
 done
-if ! "$tfcore" plugins 2>/dev/null | grep -Eq "^ *comm +mpi "; then
-    echo "test_slurm: SKIP: comm plugin mpi not built (no Open MPI)"
-    exit 77
-fi
-. "$top_srcdir/tests/slurm_cluster.sh"
-if ! slurm_cluster_up; then # it said why
-    echo "test_slurm: SKIP: no Slurm cluster could be started here"
-    slurm_cluster_down
-    exit 77
-fi
-tmp=$SLURM_DIR/work # removed with the cluster
-mkdir -p "$tmp"
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-# srun's and tfcore's paths must not depend on where the test runs
-tfcore="$(cd "$top_builddir" && pwd)/core/tfcore"
-diff_tool="$(cd "$top_builddir" && pwd)/tests/params_diff"
-conf_dir=$(cd "$top_srcdir/conf/slurm" && pwd)
-
-# cfg NAME PER_DEVICE [COMM_SECTION]: bert-tiny without dropout
-cfg() {
-    cat >"$tmp/$1.cfg" <<CFG
-model = { plugin = "bert"; preset = "bert-tiny"; task = "classification"; num_labels = 2;
-          max_position_embeddings = 64; hidden_dropout_prob = 0.0; attention_probs_dropout_prob = 0.0; };
-data = { plugin = "synthetic"; task = "classification"; num_labels = 2; seq_len = 32;
-         num_examples = 96; eval_examples = 0; learnable = true; };
-backend = { plugin = "cpu"; threads = 1; };
-training = { output_dir = "$tmp/$1"; max_steps = ${STEPS:-3}; per_device_train_batch_size = $2;
-             gradient_accumulation_steps = 1; learning_rate = 5e-5; warmup_steps = 0;
-             weight_decay = 0.01; logging_steps = 1; eval_strategy = "no"; save_strategy = "${SAVE:-no}";
-             save_steps = 1; seed = 11; };
-${3:-}
-CFG
-}
+slurm_test_need_mpi test_slurm
+slurm_test_cluster test_slurm
 mpi2='comm = { plugin = "mpi"; world_size = 2; };'
-same_params() { # A B
-    if out=$("$diff_tool" "$tmp/$1/model.safetensors" "$tmp/$2/model.safetensors" 1e-5); then
-        ok
-        echo "ok: $2 has $1's parameters ($out)"
-    else bad "$2 differs from $1: $out"; fi
-}
-# wait_job ID LIMIT: until Slurm no longer lists the job as pending or running
-wait_job() {
-    i=0
-    while [ $i -lt $(($2 * 2)) ]; do
-        st=$(scontrol show job "$1" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p')
-        case "$st" in PENDING | RUNNING | CONFIGURING | COMPLETING | "") ;; *) echo "$st"; return 0 ;; esac
-        sleep 0.5
-        i=$((i + 1))
-    done
-    echo "TIMEOUT($st)"
-    return 1
-}
 
 cfg base 16
 if timeout 300 "$tfcore" -c "$tmp/base.cfg" >"$tmp/base.out" 2>&1; then ok; else
@@ -167,5 +110,4 @@ if grep -q "checkpoint" "$log" && ls -d "$tmp/cancel/checkpoint-"* >/dev/null 2>
     echo "ok: scancel: job $job $end, rank 0 saved $(ls -d "$tmp/cancel/checkpoint-"* | xargs -n1 basename), ranks exited 75"
 else bad "scancel: job $job $end"; tail -n 15 "$log"; fi
 
-echo "test_slurm: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+slurm_test_end test_slurm

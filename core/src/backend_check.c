@@ -208,3 +208,47 @@ tf_status tf_check_adamw_desc(const tf_backend_checker *c, tf_error *err, const 
         return tf_check_fail(c, err, TF_ERR_RUNTIME, op, "unknown rule %d", (int)d->rule);
     return TF_OK;
 }
+
+/* --- Adafactor ----------------------------------------------------------------- */
+
+tf_status tf_check_adafactor(const tf_backend_checker *c, tf_error *err, const char *op, const float *params,
+                             const float *grads, const float *state, const tf_adafactor_desc *d)
+{
+    tf_status st;
+    if ((st = tf_check_need(c, err, op, "descriptor", d))) return st;
+    if (d->size < sizeof *d)
+        return tf_check_fail(c, err, TF_ERR_RUNTIME, op, "descriptor size %u, ABI 1.3 needs %zu", (unsigned)d->size,
+                             sizeof *d);
+    if ((st = tf_adafactor_check(d, err))) {
+        tf_error_prefix(err, "%s: adafactor", c->name);
+        return st;
+    }
+    if (d->ntensors == 0) return TF_OK;
+    if ((st = tf_check_need(c, err, op, "params", params)) || (st = tf_check_need(c, err, op, "grads", grads)) ||
+        (st = tf_check_need(c, err, op, "state", state)))
+        return st;
+    return TF_OK;
+}
+
+/* --- dropout by rows ------------------------------------------------------------- */
+
+tf_status tf_check_dropout_desc(const tf_backend_checker *c, tf_error *err, const char *op,
+                                const tf_dropout_desc *d)
+{
+    tf_status st;
+    if ((st = tf_check_need(c, err, op, "desc", d))) return st;
+    if (d->size < sizeof *d)
+        return tf_check_fail(c, err, TF_ERR_PLUGIN, op, "descriptor of %u bytes is older than this backend's (%zu)",
+                             d->size, sizeof *d);
+    if ((st = tf_check_act_dtype(c, err, op, "x", d->dt))) return st;
+    if (!(d->p >= 0.0f && d->p <= 1.0f))
+        return tf_check_fail(c, err, TF_ERR_RUNTIME, op, "p must be in [0, 1], got %g", (double)d->p);
+    size_t n;
+    if (__builtin_mul_overflow(d->rows, d->row_elems, &n))
+        return tf_check_fail(c, err, TF_ERR_RUNTIME, op, "rows * row_elems overflows");
+    if (n == 0) return TF_OK;
+    if ((st = tf_check_need(c, err, op, "x", d->x)) || (st = tf_check_need(c, err, op, "y", d->y)) ||
+        (st = tf_check_need(c, err, op, "keep", d->keep)))
+        return st;
+    return TF_OK;
+}

@@ -179,18 +179,10 @@ tf_status cpu_adafactor(tf_backend *be, tf_stream *s, float *params, const float
     (void)s;
     const char *op = "adafactor";
     tf_status st;
-    if ((st = cpu_need(err, op, "backend", be)) || (st = cpu_need(err, op, "descriptor", d))) return st;
-    if (d->size < sizeof *d)
-        return cpu_fail(err, TF_ERR_RUNTIME, op, "descriptor size %u, ABI 1.3 needs %zu", (unsigned)d->size,
-                        sizeof *d);
-    if ((st = tf_adafactor_check(d, err))) {
-        tf_error_prefix(err, "%s: adafactor", "backend-cpu");
+    if ((st = cpu_need(err, op, "backend", be)) ||
+        (st = tf_check_adafactor(&cpu_checker, err, op, params, grads, state, d)))
         return st;
-    }
     if (d->ntensors == 0) return TF_OK;
-    if ((st = cpu_need(err, op, "params", params)) || (st = cpu_need(err, op, "grads", grads)) ||
-        (st = cpu_need(err, op, "state", state)))
-        return st;
     double beta2t = 1.0 - pow((double)d->step, (double)d->decay_rate);
     adafactor_consts k = {
         .beta2t = (float)beta2t,

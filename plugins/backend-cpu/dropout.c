@@ -61,19 +61,10 @@ tf_status cpu_dropout_fwd_ex(tf_backend *be, tf_stream *s, const tf_dropout_desc
     (void)s;
     const char *op = "dropout_fwd_ex";
     tf_status st;
-    if ((st = cpu_need(err, op, "backend", be)) || (st = cpu_need(err, op, "desc", d)))
+    if ((st = cpu_need(err, op, "backend", be)) || (st = tf_check_dropout_desc(&cpu_checker, err, op, d)))
         return st;
-    if (d->size < sizeof *d)
-        return cpu_fail(err, TF_ERR_PLUGIN, op, "descriptor of %u bytes is older than this backend's (%zu)",
-                        d->size, sizeof *d);
-    if ((st = cpu_need_f32(err, op, "x", d->dt)) || (st = check_p(err, op, d->p))) return st;
-    size_t n;
-    if (__builtin_mul_overflow(d->rows, d->row_elems, &n))
-        return cpu_fail(err, TF_ERR_RUNTIME, op, "rows * row_elems overflows");
+    size_t n = d->rows * d->row_elems; /* checked: no overflow */
     if (n == 0) return TF_OK;
-    if ((st = cpu_need(err, op, "x", d->x)) || (st = cpu_need(err, op, "y", d->y)) ||
-        (st = cpu_need(err, op, "keep", d->keep)))
-        return st;
     float scale = 1.0f / (1.0f - d->p);
     size_t R = d->row_elems;
     CPU_PARALLEL_IF(be, cpu_par(be, n / 4))

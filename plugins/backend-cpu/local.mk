@@ -48,15 +48,58 @@ plugins_backend_cpu_tfcore_backend_cpu_la_LDFLAGS = $(PLUGIN_LDFLAGS)
 plugins_backend_cpu_tfcore_backend_cpu_la_LIBADD = $(BACKEND_CPU_LIB) $(PLUGIN_LIBADD) \
 	$(BACKEND_CPU_LIBS)
 
-# The test links the plugin's code directly (no loader needed) and takes the
-# vtable from tfcore_plugin_entry().
+# The tests link the plugin's code directly (no loader needed) and take the
+# vtable from tfcore_plugin_entry(): one program per op family
+# (tests/backend-cpu/test_*.c), sharing tests/backend-cpu/fixture.h.
 if HAVE_CHECK
-check_PROGRAMS += tests/test_backend_cpu
-tests_test_backend_cpu_SOURCES = tests/test_backend_cpu.c
-tests_test_backend_cpu_CPPFLAGS = $(TEST_CPPFLAGS) $(BACKEND_CPU_CPPFLAGS)
-tests_test_backend_cpu_CFLAGS = $(AM_CFLAGS) $(BACKEND_CPU_CFLAGS)
-tests_test_backend_cpu_LDADD = $(BACKEND_CPU_LIB) $(TEST_LDADD) $(BACKEND_CPU_LIBS)
-TESTS += tests/test_backend_cpu
+BACKEND_CPU_TEST_CPPFLAGS = $(TEST_CPPFLAGS) $(BACKEND_CPU_CPPFLAGS)
+BACKEND_CPU_TEST_CFLAGS = $(AM_CFLAGS) $(BACKEND_CPU_CFLAGS)
+BACKEND_CPU_TEST_LDADD = $(BACKEND_CPU_LIB) $(TEST_LDADD) $(BACKEND_CPU_LIBS)
+BACKEND_CPU_TESTS = tests/backend-cpu/test_runtime tests/backend-cpu/test_gemm tests/backend-cpu/test_elementwise \
+	tests/backend-cpu/test_dropout tests/backend-cpu/test_layernorm tests/backend-cpu/test_attention \
+	tests/backend-cpu/test_embedding tests/backend-cpu/test_cross_entropy tests/backend-cpu/test_optimizer tests/backend-cpu/test_threads
+check_PROGRAMS += $(BACKEND_CPU_TESTS)
+TESTS += $(BACKEND_CPU_TESTS)
+tests_backend_cpu_test_runtime_SOURCES = tests/backend-cpu/test_runtime.c
+tests_backend_cpu_test_runtime_CPPFLAGS = $(BACKEND_CPU_TEST_CPPFLAGS)
+tests_backend_cpu_test_runtime_CFLAGS = $(BACKEND_CPU_TEST_CFLAGS)
+tests_backend_cpu_test_runtime_LDADD = $(BACKEND_CPU_TEST_LDADD)
+tests_backend_cpu_test_gemm_SOURCES = tests/backend-cpu/test_gemm.c
+tests_backend_cpu_test_gemm_CPPFLAGS = $(BACKEND_CPU_TEST_CPPFLAGS)
+tests_backend_cpu_test_gemm_CFLAGS = $(BACKEND_CPU_TEST_CFLAGS)
+tests_backend_cpu_test_gemm_LDADD = $(BACKEND_CPU_TEST_LDADD)
+tests_backend_cpu_test_elementwise_SOURCES = tests/backend-cpu/test_elementwise.c
+tests_backend_cpu_test_elementwise_CPPFLAGS = $(BACKEND_CPU_TEST_CPPFLAGS)
+tests_backend_cpu_test_elementwise_CFLAGS = $(BACKEND_CPU_TEST_CFLAGS)
+tests_backend_cpu_test_elementwise_LDADD = $(BACKEND_CPU_TEST_LDADD)
+tests_backend_cpu_test_dropout_SOURCES = tests/backend-cpu/test_dropout.c
+tests_backend_cpu_test_dropout_CPPFLAGS = $(BACKEND_CPU_TEST_CPPFLAGS)
+tests_backend_cpu_test_dropout_CFLAGS = $(BACKEND_CPU_TEST_CFLAGS)
+tests_backend_cpu_test_dropout_LDADD = $(BACKEND_CPU_TEST_LDADD)
+tests_backend_cpu_test_layernorm_SOURCES = tests/backend-cpu/test_layernorm.c
+tests_backend_cpu_test_layernorm_CPPFLAGS = $(BACKEND_CPU_TEST_CPPFLAGS)
+tests_backend_cpu_test_layernorm_CFLAGS = $(BACKEND_CPU_TEST_CFLAGS)
+tests_backend_cpu_test_layernorm_LDADD = $(BACKEND_CPU_TEST_LDADD)
+tests_backend_cpu_test_attention_SOURCES = tests/backend-cpu/test_attention.c
+tests_backend_cpu_test_attention_CPPFLAGS = $(BACKEND_CPU_TEST_CPPFLAGS)
+tests_backend_cpu_test_attention_CFLAGS = $(BACKEND_CPU_TEST_CFLAGS)
+tests_backend_cpu_test_attention_LDADD = $(BACKEND_CPU_TEST_LDADD)
+tests_backend_cpu_test_embedding_SOURCES = tests/backend-cpu/test_embedding.c
+tests_backend_cpu_test_embedding_CPPFLAGS = $(BACKEND_CPU_TEST_CPPFLAGS)
+tests_backend_cpu_test_embedding_CFLAGS = $(BACKEND_CPU_TEST_CFLAGS)
+tests_backend_cpu_test_embedding_LDADD = $(BACKEND_CPU_TEST_LDADD)
+tests_backend_cpu_test_cross_entropy_SOURCES = tests/backend-cpu/test_cross_entropy.c
+tests_backend_cpu_test_cross_entropy_CPPFLAGS = $(BACKEND_CPU_TEST_CPPFLAGS)
+tests_backend_cpu_test_cross_entropy_CFLAGS = $(BACKEND_CPU_TEST_CFLAGS)
+tests_backend_cpu_test_cross_entropy_LDADD = $(BACKEND_CPU_TEST_LDADD)
+tests_backend_cpu_test_optimizer_SOURCES = tests/backend-cpu/test_optimizer.c
+tests_backend_cpu_test_optimizer_CPPFLAGS = $(BACKEND_CPU_TEST_CPPFLAGS)
+tests_backend_cpu_test_optimizer_CFLAGS = $(BACKEND_CPU_TEST_CFLAGS)
+tests_backend_cpu_test_optimizer_LDADD = $(BACKEND_CPU_TEST_LDADD)
+tests_backend_cpu_test_threads_SOURCES = tests/backend-cpu/test_threads.c
+tests_backend_cpu_test_threads_CPPFLAGS = $(BACKEND_CPU_TEST_CPPFLAGS)
+tests_backend_cpu_test_threads_CFLAGS = $(BACKEND_CPU_TEST_CFLAGS)
+tests_backend_cpu_test_threads_LDADD = $(BACKEND_CPU_TEST_LDADD)
 endif
 
 # Runs one op on inputs from files, for tests/ref/backend_cpu_vs_torch.py.
@@ -73,5 +116,5 @@ bench_cpu_ops_CPPFLAGS = $(AM_CPPFLAGS)
 bench_cpu_ops_LDADD = $(BACKEND_CPU_LIB) core/libtfcore.la $(BACKEND_CPU_LIBS)
 endif
 
-EXTRA_DIST += tests/ref/backend_cpu_vs_torch.py plugins/backend-cpu/README.md \
+EXTRA_DIST += tests/ref/backend_cpu_vs_torch.py plugins/backend-cpu/README.md tests/backend-cpu/fixture.h \
 	bench/cpu_ops_torch.py

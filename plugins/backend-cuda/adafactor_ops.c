@@ -10,18 +10,10 @@ tf_status cuda_adafactor(tf_backend *be, tf_stream *s, float *params, const floa
     const char *op = "adafactor";
     tf_stream *st;
     tf_status rc;
-    if ((rc = cuda_enter(be, s, op, &st, err)) || (rc = cuda_need(err, op, "descriptor", d))) return rc;
-    if (d->size < sizeof *d)
-        return cuda_fail(err, TF_ERR_RUNTIME, op, "descriptor size %u, ABI 1.3 needs %zu", (unsigned)d->size,
-                         sizeof *d);
-    if ((rc = tf_adafactor_check(d, err))) {
-        tf_error_prefix(err, "%s: adafactor", "backend-cuda");
+    if ((rc = cuda_enter(be, s, op, &st, err)) ||
+        (rc = tf_check_adafactor(&cuda_checker, err, op, params, grads, state, d)))
         return rc;
-    }
     if (d->ntensors == 0) return TF_OK;
-    if ((rc = cuda_need(err, op, "params", params)) || (rc = cuda_need(err, op, "grads", grads)) ||
-        (rc = cuda_need(err, op, "state", state)))
-        return rc;
     double beta2t = 1.0 - pow((double)d->step, (double)d->decay_rate);
     tfc_adafactor_scalars k = {
         .beta2t = (float)beta2t,

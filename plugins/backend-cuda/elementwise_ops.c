@@ -115,18 +115,9 @@ tf_status cuda_dropout_fwd_ex(tf_backend *be, tf_stream *s, const tf_dropout_des
     const char *op = "dropout_fwd_ex";
     tf_stream *st;
     tf_status rc;
-    if ((rc = cuda_enter(be, s, op, &st, err)) || (rc = cuda_need(err, op, "desc", d))) return rc;
-    if (d->size < sizeof *d)
-        return cuda_fail(err, TF_ERR_PLUGIN, op, "descriptor of %u bytes is older than this backend's (%zu)",
-                         d->size, sizeof *d);
-    if ((rc = cuda_need_act(err, op, "x", d->dt)) || (rc = check_p(err, op, d->p))) return rc;
-    size_t n;
-    if (__builtin_mul_overflow(d->rows, d->row_elems, &n))
-        return cuda_fail(err, TF_ERR_RUNTIME, op, "rows * row_elems overflows");
-    if (n == 0) return TF_OK;
-    if ((rc = cuda_need(err, op, "x", d->x)) || (rc = cuda_need(err, op, "y", d->y)) ||
-        (rc = cuda_need(err, op, "keep", d->keep)))
+    if ((rc = cuda_enter(be, s, op, &st, err)) || (rc = tf_check_dropout_desc(&cuda_checker, err, op, d)))
         return rc;
+    if (d->rows == 0 || d->row_elems == 0) return TF_OK; /* rows * row_elems: checked, no overflow */
     float t = ceilf(d->p * 16777216.0f);
     uint32_t thr = t <= 0.0f ? 0u : t >= 16777216.0f ? 16777216u : (uint32_t)t;
     float scale = 1.0f / (1.0f - d->p);

@@ -105,6 +105,19 @@ tf_status tf_check_adamw(const tf_backend_checker *c, tf_error *err, const char 
  * tf_adamw_rule; its hyper is then checked by tf_check_adamw. */
 tf_status tf_check_adamw_desc(const tf_backend_checker *c, tf_error *err, const char *op, const tf_adamw_desc *d);
 
+/* adafactor: d set, size >= sizeof(tf_adafactor_desc) (ABI 1.3), its fields
+ * in range (tf_adafactor_check; those messages read "NAME: adafactor: ...");
+ * when d->ntensors > 0, params, grads and state set. */
+tf_status tf_check_adafactor(const tf_backend_checker *c, tf_error *err, const char *op, const float *params,
+                             const float *grads, const float *state, const tf_adafactor_desc *d);
+
+/* dropout_fwd_ex: d set, size >= sizeof(tf_dropout_desc) (TF_ERR_PLUGIN: a
+ * descriptor older than the backend), x's dtype an activation dtype, p in
+ * [0, 1], rows * row_elems not overflowing; when that is > 0, x, y and keep
+ * set. */
+tf_status tf_check_dropout_desc(const tf_backend_checker *c, tf_error *err, const char *op,
+                                const tf_dropout_desc *d);
+
 #ifdef __cplusplus
 }
 #endif
