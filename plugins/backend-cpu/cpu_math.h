@@ -2,7 +2,7 @@
  * compiler vectorizes inside `#pragma omp simd` loops (libm's expf/erff are
  * calls it cannot vectorize without -ffast-math).
  *
- * Accuracy (measured by tests/test_backend_cpu.c against double libm over
+ * Accuracy (measured by tests/backend-cpu/test_elementwise.c against double libm over
  * dense grids): exp, tanh, Phi within a few ulp, relative, over the whole
  * range where the result is a normal float. Phi(x) = P(N(0,1) <= x) is
  * accurate relative to its value even far in the left tail, so
