@@ -136,6 +136,7 @@ START_TEST(settings)
     ck_assert_int_eq(p.stages, 1);
     ck_assert_int_eq(read_text("pipeline = { stages = 4; };", true, 4, 1, &p, &err), TF_OK);
     ck_assert(p.stages == 4 && p.micro_batches == 4 && p.schedule == TF_PIPE_1F1B && p.layers[0] == 0);
+    ck_assert_int_eq(read_text("pipeline = { stages = 2; };", true, 6, 1, &p, &err), TF_OK); /* 3 replicas */
     ck_assert_int_eq(read_text("pipeline = { stages = 2; micro_batches = 8; schedule = \"gpipe\"; layers = [5, 7]; };",
                                true, 2, 1, &p, &err),
                      TF_OK);
@@ -153,7 +154,7 @@ START_TEST(settings)
         {"pipeline = { stages = 2; layers = [3]; };", true, 2, 1, "has 1 entries"},
         {"pipeline = { stages = 2; layers = [3, 0]; };", true, 2, 1, "pipeline.layers[1] = 0"},
         {"pipeline = { stages = 2; };", false, 1, 1, "no comm section"},
-        {"pipeline = { stages = 2; };", true, 4, 1, "world_size = 4"},
+        {"pipeline = { stages = 2; };", true, 3, 1, "world_size is a multiple of 2"},
         {"pipeline = { stages = 2; micro_batches = 2; };", true, 2, 4, "below training.gradient_accumulation_steps"},
         {"pipeline = { stages = 2; micro_batches = 0; };", true, 2, 1, "micro_batches"},
     };

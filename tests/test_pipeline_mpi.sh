@@ -5,10 +5,13 @@
 #    end with the parameters of one worker with the same global batch (16)
 #    within 1e-5 relative; with dropout on too (masks by a row's global
 #    position); a split given by pipeline.layers; gradient accumulation;
+#    2 stages x 2 replicas (the per-stage gradient all-reduce), both schedules;
 #  - checkpoints are the whole model in the usual layout (the stages'
 #    parameters gathered): a pipeline's checkpoint-2 equals one worker's;
 #    resuming it on the pipeline and on one worker ends where one worker's
 #    uninterrupted run does; evaluation on a pipeline equals one worker's;
+#  - results.json reports the partition, the expected bubble and each
+#    worker's measured utilisation and bubble;
 #  - --dry-run prints the partition and the expected bubble;
 #  - a comm plugin without send/recv (ABI 1.3 and earlier) or a world size that
 #    is not the stage count is refused with one line.
@@ -50,9 +53,9 @@ training = { output_dir = "$tmp/$1"; max_steps = ${STEPS:-3}; per_device_train_b
 ${4:-}
 CFG
 }
-pipe() { # STAGES MICRO SCHEDULE [LAYERS]
+pipe() { # STAGES MICRO SCHEDULE [LAYERS] [REPLICAS]: world_size STAGES x REPLICAS (default 1)
     printf 'comm = { plugin = "mpi"; world_size = %s; };\npipeline = { stages = %s; micro_batches = %s; schedule = "%s";%s };' \
-        "$1" "$1" "$2" "$3" "${4:+ layers = $4;}"
+        "$(($1 * ${5:-1}))" "$1" "$2" "$3" "${4:+ layers = $4;}"
 }
 train() { # NAME [ARGS]
     n=$1
@@ -76,14 +79,28 @@ for s in 2 4; do
 done
 grep -q "pipeline: 4 stages x 8 micro-batches of up to 2 rows, gpipe schedule; expected bubble 0.273" \
     "$tmp/p4_8_gpipe.out" && ok || bad "p4_8_gpipe: no line with the partition's bubble"
+# results.json: the partition, the expected bubble, each worker's utilisation and bubble
+flat=$(tr -d ' \n' <"$tmp/p4_8_gpipe/results.json")
+u='0\.[0-9e-]*'
+case "$flat" in
+*'"pipeline":{"stages":4,"replicas":1,"micro_batches":8,"schedule":"gpipe","stage_layers":[[0,1],[1,2],[2,3],[3,4]],"expected_bubble":0.272727'*'"utilisation":['*) ok ;;
+*) bad "p4_8_gpipe: results.json has no pipeline section as expected" ;;
+esac
+echo "$flat" | grep -q "\"utilisation\":\[$u,$u,$u,$u\],\"bubble\":\[$u,$u,$u,$u\],\"measured_bubble\":$u" && ok ||
+    bad "p4_8_gpipe: results.json lacks 4 workers' utilisation and bubble in [0, 1)"
 # the split by hand, and a step's rows as 8 x 2 accumulation (micro-batches of 4)
 cfg p2_layers 16 1 "$(pipe 2 4 1f1b '[3, 1]')" && train p2_layers && same_params base p2_layers
 grep -q "stage 0: layers 0..2 + embeddings" "$tmp/p2_layers.out" && ok || bad "p2_layers: pipeline.layers not applied"
 cfg p2_acc 8 2 "$(pipe 2 4 1f1b)" && train p2_acc && same_params base p2_acc
 
+# 2 stages x 2 replicas (4 ranks), 8 rows a replica: the per-stage all-reduce
+cfg p2x2_1f1b 8 1 "$(pipe 2 4 1f1b '' 2)" && train p2x2_1f1b && same_params base p2x2_1f1b
+cfg p2x2_gpipe 4 2 "$(pipe 2 2 gpipe '' 2)" && train p2x2_gpipe && same_params base p2x2_gpipe
+
 # dropout on: the masks are those of the single worker (by a row's global position)
 DROPOUT=0.1 cfg dbase 16 1 && train dbase
 DROPOUT=0.1 cfg dp4 16 1 "$(pipe 4 4 1f1b)" && train dp4 && same_params dbase dp4
+DROPOUT=0.1 cfg dp2x2 8 1 "$(pipe 2 4 gpipe '' 2)" && train dp2x2 && same_params dbase dp2x2
 
 # --- 2. checkpoints, resume, evaluation ---------------------------------------
 STEPS=4 SAVE=steps EVAL=steps EVAL_EXAMPLES=40 cfg cbase 16 1 && train cbase
@@ -123,9 +140,9 @@ if "$tfcore" plugins 2>/dev/null | grep -Eq "^ *comm +dp-master "; then
 pipeline = { stages = 2; };'
     refused nop2p "a pipeline needs a comm plugin with point-to-point send and recv (plugin ABI 1.4); comm 'dp-master'"
 fi
-cfg badworld 16 1 'comm = { plugin = "mpi"; world_size = 4; };
+cfg badworld 16 1 'comm = { plugin = "mpi"; world_size = 3; };
 pipeline = { stages = 2; };'
-refused badworld "pipeline.stages = 2 needs a comm section with world_size = 2"
+refused badworld "pipeline.stages = 2 needs a comm section whose world_size is a multiple of 2"
 cfg toomany 16 1 "$(pipe 2 4 1f1b)"
 refused_run() { # NAME WANT [ARGS]: a run that fails with the line WANT
     n=$1 want=$2

@@ -7,8 +7,10 @@
  * parameters are gathered (broadcast from their owners) before an
  * evaluation or a save, so checkpoints are the normal Hugging Face layout.
  *
- * Ranks: rank = replica * S + stage (a replica's stages are neighbours).
- * This version runs one replica (comm.world_size == pipeline.stages). */
+ * Ranks: rank = replica * S + stage (a replica's stages are neighbours);
+ * comm.world_size = S x D runs D replicas, each reading its shard of the
+ * samples, their stages' gradients averaged per stage (DDP's all-reduce,
+ * within the group of one stage's ranks) before each step. */
 #ifndef TFCORE_PIPELINE_H
 #define TFCORE_PIPELINE_H
 
@@ -34,8 +36,8 @@ typedef struct tf_pipeline_settings {
     int layers[TF_PIPELINE_MAX_STAGES]; /* pipeline.layers: encoder layers per stage; all 0: balanced */
 } tf_pipeline_settings;
 
-/* Read and check the section against the comm settings (world_size must be
- * stages: one replica) and the training arguments (micro_batches >=
+/* Read and check the section against the comm settings (world_size a
+ * multiple of stages: the replicas) and the training arguments (micro_batches >=
  * gradient_accumulation_steps, so a micro-batch fits the batch buffers).
  * Without the section: stages = 1. */
 struct tf_training_args;

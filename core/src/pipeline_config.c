@@ -45,10 +45,10 @@ tf_status tf_pipeline_settings_read(tf_config *cfg, bool have_comm, int world_si
     }
     free(layers);
     if (st) return st;
-    if (!have_comm || world_size != out->stages)
+    if (!have_comm || world_size % out->stages != 0)
         return tf_error_set(err, TF_ERR_CONFIG,
-                            "%s: pipeline.stages = %d needs a comm section with world_size = %d (one worker a "
-                            "stage; replicas of the pipeline are not supported yet), got %s%d",
+                            "%s: pipeline.stages = %d needs a comm section whose world_size is a multiple of %d "
+                            "(stages x replicas, one worker a stage), got %s%d",
                             tf_cfg_where(ps, "stages"), out->stages, out->stages,
                             have_comm ? "world_size = " : "no comm section: ", have_comm ? world_size : 1);
     /* a micro-batch holds per_device_train_batch_size x accumulation / M

@@ -37,16 +37,26 @@ tf_status tf_pipeline_split(const tf_pipeline_settings *set, tf_section *ps, con
     return st;
 }
 
+/* The split is pipeline.layers when given (no model needed: a dry run of a
+ * pretrained model reads no weights); else the model is created (random
+ * init or its weights) to count its layers' parameters. */
 tf_status tf_pipeline_print_plan(const tf_plan *plan, FILE *out, tf_error *err)
 {
     const tf_pipeline_settings *set = &plan->pipeline;
     if (set->stages <= 1) return TF_OK;
-    tf_stack s;
-    tf_stack_options o = {.device = 0, .threads = 1, .with_model = true};
-    tf_status st = tf_stack_open(&s, plan, &o, err);
+    tf_stack s = {0};
+    bool by_hand = set->layers[0] != 0;
+    tf_status st = TF_OK;
     int first[TF_PIPELINE_MAX_STAGES + 1];
-    if (!st)
-        st = tf_pipeline_split(set, tf_config_section(plan->cfg, "pipeline"), s.model.vt, s.model.h, first, err);
+    if (by_hand) {
+        first[0] = 0;
+        for (int k = 0; k < set->stages; k++) first[k + 1] = first[k] + set->layers[k];
+    } else {
+        tf_stack_options o = {.device = 0, .threads = 1, .with_model = true};
+        st = tf_stack_open(&s, plan, &o, err);
+        if (!st)
+            st = tf_pipeline_split(set, tf_config_section(plan->cfg, "pipeline"), s.model.vt, s.model.h, first, err);
+    }
     tf_pipeline_sim sim;
     if (!st) st = tf_pipeline_simulate(set->schedule, set->stages, set->micro_batches, 1.0, 2.0, &sim, err);
     if (!st) {
@@ -55,10 +65,12 @@ tf_status tf_pipeline_print_plan(const tf_plan *plan, FILE *out, tf_error *err)
                 set->stages, set->micro_batches, tf_pipeline_schedule_name(set->schedule),
                 tf_pipeline_bubble(set->stages, set->micro_batches), sim.peak_in_flight);
         for (int k = 0; k < set->stages; k++) {
-            size_t off, n;
-            s.model.vt->stage_params(s.model.h, first[k], first[k + 1], &off, &n);
-            fprintf(out, "#   stage %d: layers %d..%d%s%s, %zu parameters\n", k, first[k], first[k + 1] - 1,
-                    k == 0 ? " + embeddings" : "", k == set->stages - 1 ? " + head" : "", n);
+            size_t off, n = 0;
+            if (!by_hand) s.model.vt->stage_params(s.model.h, first[k], first[k + 1], &off, &n);
+            fprintf(out, "#   stage %d: layers %d..%d%s%s", k, first[k], first[k + 1] - 1, k == 0 ? " + embeddings" : "",
+                    k == set->stages - 1 ? " + head" : "");
+            if (by_hand) fprintf(out, " (pipeline.layers; checked against the model when the stages start)\n");
+            else fprintf(out, ", %zu parameters\n", n);
         }
     }
     tf_stack_close(&s);

@@ -28,6 +28,9 @@
 struct tf_pipeline {
     tf_pipeline_settings set;
     int stage, stages, M;
+    int replica, replicas; /* this rank's copy of the pipeline, of how many */
+    int rank0;             /* the rank of this replica's first stage (replica * stages) */
+    float *reduce_buf;     /* [own_n of this stage] a replica's gradients (replica 0 of D > 1) */
     int first[TF_PIPELINE_MAX_STAGES + 1]; /* stage k runs layers [first[k], first[k+1]) */
     size_t own_off[TF_PIPELINE_MAX_STAGES], own_n[TF_PIPELINE_MAX_STAGES]; /* each stage's parameter range */
     size_t act_elems;     /* rows x seq x hidden of the largest micro-batch */
@@ -39,7 +42,12 @@ struct tf_pipeline {
     uint64_t *send_seq;      /* [2M] their flight-recorder events */
     size_t nsends;
     tf_pipe_op *ops;      /* [2M] this stage's schedule */
-    double busy_s, step_s;
+    /* what this worker measured (pipeline_step.h, tf_pipeline_json) */
+    double busy_s;        /* forward, backward, recomputation */
+    double sched_s;       /* the schedule's part of the steps: micro-batches and their messages */
+    double wait_s;        /* of which waiting on a neighbour (receives, sends completing) */
+    double step_s;        /* whole steps: the schedule, all-reduces, optimizer */
+    double *all;          /* [4 x world] every worker's busy, sched, wait, step (tf_pipeline_finish) */
 };
 
 static const char *comm_name(const tf_trainer *t) { return t->plan->plugin[TF_KIND_COMM]->desc->name; }
@@ -57,12 +65,12 @@ static tf_status p2p_wait(tf_trainer *t, tf_comm_request *req, uint64_t seq, tf_
     return st;
 }
 
-static tf_status send_start(tf_trainer *t, const void *buf, int peer, tf_error *err)
+static tf_status send_start(tf_trainer *t, const void *buf, size_t count, tf_dtype dt, int peer, tf_error *err)
 {
     tf_pipeline *p = t->pipe;
     tf_comm_request *req = NULL;
-    uint64_t seq = tf_comm_rec_enter(t->rec, TF_COMM_SEND, p->act_bytes, 0, 0);
-    tf_status st = t->cvt->send(t->comm, buf, p->act_elems, p->act_dt, peer, &req, err);
+    uint64_t seq = tf_comm_rec_enter(t->rec, TF_COMM_SEND, count * tf_dtype_size(dt), 0, 0);
+    tf_status st = t->cvt->send(t->comm, buf, count, dt, peer, &req, err);
     if (st) return st;
     p->send_seq[p->nsends] = seq;
     p->sends[p->nsends++] = req;
@@ -78,20 +86,21 @@ static tf_status sends_finish(tf_trainer *t, tf_error *err)
     for (size_t i = 0; i < p->nsends && !st; i++) st = p2p_wait(t, p->sends[i], p->send_seq[i], err);
     p->nsends = 0;
     double d = tf_now() - t0;
+    p->wait_s += d;
     t->phase[TF_PHASE_COMM] += d;
     t->comm_exposed += d;
     return st;
 }
 
-static tf_status recv_now(tf_trainer *t, void *buf, int peer, tf_error *err)
+static tf_status recv_now(tf_trainer *t, void *buf, size_t count, tf_dtype dt, int peer, tf_error *err)
 {
-    tf_pipeline *p = t->pipe;
     double t0 = tf_now();
     tf_comm_request *req = NULL;
-    uint64_t seq = tf_comm_rec_enter(t->rec, TF_COMM_RECV, p->act_bytes, 0, 0);
-    tf_status st = t->cvt->recv(t->comm, buf, p->act_elems, p->act_dt, peer, &req, err);
+    uint64_t seq = tf_comm_rec_enter(t->rec, TF_COMM_RECV, count * tf_dtype_size(dt), 0, 0);
+    tf_status st = t->cvt->recv(t->comm, buf, count, dt, peer, &req, err);
     if (!st) st = p2p_wait(t, req, seq, err);
     double d = tf_now() - t0;
+    t->pipe->wait_s += d;
     t->phase[TF_PHASE_COMM] += d;
     t->comm_exposed += d;
     return st;
@@ -128,6 +137,9 @@ tf_status tf_pipeline_setup(tf_trainer *t, tf_error *err)
     p->set = *set;
     p->stages = set->stages;
     p->stage = t->rank % set->stages;
+    p->replica = t->rank / set->stages;
+    p->replicas = t->world / set->stages;
+    p->rank0 = p->replica * set->stages;
     p->M = set->micro_batches;
     tf_status st = tf_pipeline_split(set, tf_config_section(t->plan->cfg, "pipeline"), t->mvt, t->model, p->first, err);
     if (st) return st;
@@ -153,13 +165,16 @@ tf_status tf_pipeline_setup(tf_trainer *t, tf_error *err)
         if (!st && !last_stage) st = alloc_act(t, &p->out[j], err);
     }
     if (!st && !last_stage && !(st = alloc_act(t, &p->redo, err))) st = alloc_act(t, &p->gout, err);
+    if (!st && p->replicas > 1 && p->replica == 0)
+        st = t->bvt->alloc(t->be, p->own_n[p->stage] * sizeof(float), TF_MEM_DEVICE, (void **)&p->reduce_buf, err);
     if (st) return st;
     tf_pipeline_schedule(set->schedule, p->stage, p->stages, p->M, p->ops);
     keep_segments(t, p->own_off[p->stage], p->own_off[p->stage] + p->own_n[p->stage]);
     if (t->rank == 0) {
-        tf_info("pipeline: %d stages x %d micro-batches of up to %zu rows, %s schedule; expected bubble %.3f",
+        tf_info("pipeline: %d stages x %d micro-batches of up to %zu rows, %s schedule; expected bubble %.3f; "
+                "%d replica%s",
                 p->stages, p->M, mb_rows, tf_pipeline_schedule_name(set->schedule),
-                tf_pipeline_bubble(p->stages, p->M));
+                tf_pipeline_bubble(p->stages, p->M), p->replicas, p->replicas == 1 ? "" : "s");
         for (int k = 0; k < p->stages; k++)
             tf_info("pipeline: stage %d: layers %d..%d%s%s, %zu parameters", k, p->first[k], p->first[k + 1] - 1,
                     k == 0 ? " + embeddings" : "", k == p->stages - 1 ? " + head" : "", p->own_n[k]);
@@ -177,6 +192,7 @@ void tf_pipeline_free(tf_trainer *t)
         if (p->gin && p->gin[j]) t->bvt->free(t->be, p->gin[j], TF_MEM_DEVICE);
     }
     if (p->redo) t->bvt->free(t->be, p->redo, TF_MEM_DEVICE);
+    if (p->reduce_buf) t->bvt->free(t->be, p->reduce_buf, TF_MEM_DEVICE);
     if (p->gout) t->bvt->free(t->be, p->gout, TF_MEM_DEVICE);
     free(p->in);
     free(p->out);
@@ -184,6 +200,7 @@ void tf_pipeline_free(tf_trainer *t)
     free(p->sends);
     free(p->send_seq);
     free(p->ops);
+    free(p->all);
     free(p);
     t->pipe = NULL;
 }
@@ -212,6 +229,33 @@ static void position(tf_trainer *t, tf_sampler *s, const micro *mb)
         t->mvt->set_rows(t->model, (uint64_t)s->epoch, tf_sampler_position(s, mb->first), (uint64_t)s->world);
     else
         t->mvt->set_step(t->model, (uint64_t)t->micro_step);
+}
+
+/* D replicas: the mean of this stage's gradients over the replicas, on
+ * every replica (DDP's average, within the stage's group of ranks
+ * stage, S + stage, ...): replica 0 receives and adds the others' in
+ * replica order, scales by 1/D and sends the result back. Point-to-point
+ * only, so the comm plugin needs no groups. */
+static tf_status stage_allreduce(tf_trainer *t, tf_error *err)
+{
+    tf_pipeline *p = t->pipe;
+    float *g = t->buf.grads + p->own_off[p->stage];
+    size_t n = p->own_n[p->stage];
+    tf_status st = TF_OK;
+    if (p->replica > 0) {
+        if (!(st = send_start(t, g, n, TF_DTYPE_F32, p->stage, err))) st = sends_finish(t, err);
+        if (!st) st = recv_now(t, g, n, TF_DTYPE_F32, p->stage, err);
+        return st;
+    }
+    for (int r = 1; r < p->replicas && !st; r++) {
+        st = recv_now(t, p->reduce_buf, n, TF_DTYPE_F32, r * p->stages + p->stage, err);
+        if (!st) st = t->bvt->add(t->be, NULL, g, p->reduce_buf, g, n, TF_DTYPE_F32, err);
+    }
+    if (!st) st = t->bvt->scale(t->be, NULL, g, n, 1.0f / (float)p->replicas, TF_DTYPE_F32, err);
+    if (!st) st = t->bvt->stream_sync(t->be, NULL, err);
+    for (int r = 1; r < p->replicas && !st; r++) st = send_start(t, g, n, TF_DTYPE_F32, r * p->stages + p->stage, err);
+    if (!st) st = sends_finish(t, err);
+    return st;
 }
 
 tf_status tf_pipeline_step(tf_trainer *t, tf_sampler *s, const tf_lr_schedule *lrs, int64_t step_in_epoch,
@@ -251,7 +295,7 @@ tf_status tf_pipeline_step(tf_trainer *t, tf_sampler *s, const tf_lr_schedule *l
         if (op.kind == TF_PIPE_FORWARD || resident != op.micro) {
             bool redo = op.kind == TF_PIPE_BACKWARD;
             if ((st = load_micro(t, s, mb, idx, err))) break;
-            if (!first_stage && !redo && (st = recv_now(t, p->in[op.micro], stage - 1, err))) break;
+            if (!first_stage && !redo && (st = recv_now(t, p->in[op.micro], p->act_elems, p->act_dt, p->rank0 + stage - 1, err))) break;
             double t0 = tf_now();
             position(t, s, mb);
             tf_model_output out;
@@ -270,13 +314,13 @@ tf_status tf_pipeline_step(tf_trainer *t, tf_sampler *s, const tf_lr_schedule *l
             p->busy_s += d;
             if (st) break;
             resident = op.micro;
-            if (!redo && !last_stage && (st = send_start(t, p->out[op.micro], stage + 1, err))) break;
+            if (!redo && !last_stage && (st = send_start(t, p->out[op.micro], p->act_elems, p->act_dt, p->rank0 + stage + 1, err))) break;
             if (!redo) t->micro_step++;
             if (!redo) continue;
         }
         /* backward of micro-batch op.micro */
         tf_comm_rec_phase(t->rec, TF_WHERE_BACKWARD);
-        if (!last_stage && (st = recv_now(t, p->gout, stage + 1, err))) break;
+        if (!last_stage && (st = recv_now(t, p->gout, p->act_elems, p->act_dt, p->rank0 + stage + 1, err))) break;
         double t0 = tf_now();
         /* its share of the step's rows: the step's loss is the mean over them */
         float scale = loss_scale * (float)((double)mb->n / (double)m);
@@ -286,10 +330,15 @@ tf_status tf_pipeline_step(tf_trainer *t, tf_sampler *s, const tf_lr_schedule *l
         t->phase[TF_PHASE_BACKWARD] += d;
         p->busy_s += d;
         resident = -1;
-        if (!st && !first_stage) st = send_start(t, p->gin[op.micro], stage - 1, err);
+        if (!st && !first_stage) st = send_start(t, p->gin[op.micro], p->act_elems, p->act_dt, p->rank0 + stage - 1, err);
     }
     if (!st) st = sends_finish(t, err);
+    p->sched_s += tf_now() - step_t0;
     if (M != p->M) tf_pipeline_schedule(p->set.schedule, p->stage, p->stages, p->M, p->ops);
+    if (!st && p->replicas > 1) {
+        tf_comm_rec_where(t->rec, TF_WHERE_COMM, t->global_step + 1, 0);
+        st = stage_allreduce(t, err);
+    }
     if (st) return st;
     tf_stop_test_step(t->rank, t->global_step + 1);
     tf_comm_rec_where(t->rec, TF_WHERE_COMM, t->global_step + 1, 0);
@@ -307,6 +356,9 @@ tf_status tf_pipeline_step(tf_trainer *t, tf_sampler *s, const tf_lr_schedule *l
 
 tf_status tf_pipeline_sum(tf_trainer *t, double *host, size_t n, tf_error *err)
 {
+    /* the replicas hold the same (averaged) gradients: one replica's stages count */
+    if (t->pipe->replica > 0)
+        for (size_t i = 0; i < n; i++) host[i] = 0;
     return tf_trainer_allreduce_host(t, host, n, TF_DTYPE_F64, TF_REDUCE_SUM, err);
 }
 
@@ -334,10 +386,54 @@ tf_status tf_pipeline_gather(tf_trainer *t, tf_error *err)
     return st;
 }
 
-void tf_pipeline_stats_get(const tf_trainer *t, tf_pipeline_stats *out)
+tf_status tf_pipeline_finish(tf_trainer *t, tf_error *err)
+{
+    tf_pipeline *p = t->pipe;
+    tf_status st = tf_pipeline_gather(t, err);
+    if (st) return st;
+    size_t W = (size_t)t->world;
+    free(p->all);
+    if (!(p->all = calloc(4 * W, sizeof *p->all))) return tf_error_set(err, TF_ERR_RUNTIME, "out of memory");
+    size_t r = (size_t)t->rank;
+    p->all[r] = p->busy_s;
+    p->all[W + r] = p->sched_s;
+    p->all[2 * W + r] = p->wait_s;
+    p->all[3 * W + r] = p->step_s;
+    double comm_before = t->phase[TF_PHASE_COMM], exposed_before = t->comm_exposed;
+    st = tf_trainer_allreduce_host(t, p->all, 4 * W, TF_DTYPE_F64, TF_REDUCE_SUM, err);
+    t->phase[TF_PHASE_COMM] = comm_before; /* a report, not the training's communication */
+    t->comm_exposed = exposed_before;
+    return st;
+}
+
+json_t *tf_pipeline_json(const tf_trainer *t)
 {
     const tf_pipeline *p = t->pipe;
-    *out = (tf_pipeline_stats){p->stage, p->stages, p->M, p->first[p->stage], p->first[p->stage + 1],
-                               tf_pipeline_schedule_name(p->set.schedule), p->busy_s, p->step_s,
-                               tf_pipeline_bubble(p->stages, p->M)};
+    json_t *x = json_object(), *layers = json_array(), *util = json_array(), *bubble = json_array();
+    json_object_set_new(x, "stages", json_integer(p->stages));
+    json_object_set_new(x, "replicas", json_integer(p->replicas));
+    json_object_set_new(x, "micro_batches", json_integer(p->M));
+    json_object_set_new(x, "schedule", json_string(tf_pipeline_schedule_name(p->set.schedule)));
+    for (int k = 0; k < p->stages; k++)
+        json_array_append_new(layers, json_pack("[i, i]", p->first[k], p->first[k + 1]));
+    json_object_set_new(x, "stage_layers", layers);
+    json_object_set_new(x, "expected_bubble", json_real(tf_pipeline_bubble(p->stages, p->M)));
+    if (p->all) {
+        size_t W = (size_t)t->world;
+        double wait = 0, sched = 0;
+        for (size_t r = 0; r < W; r++) {
+            double busy = p->all[r], sch = p->all[W + r], wt = p->all[2 * W + r], step = p->all[3 * W + r];
+            json_array_append_new(util, json_real(step > 0 ? busy / step : 0));
+            json_array_append_new(bubble, json_real(sch > 0 ? wt / sch : 0));
+            wait += wt;
+            sched += sch;
+        }
+        json_object_set_new(x, "utilisation", util);
+        json_object_set_new(x, "bubble", bubble);
+        json_object_set_new(x, "measured_bubble", json_real(sched > 0 ? wait / sched : 0));
+    } else {
+        json_decref(util);
+        json_decref(bubble);
+    }
+    return x;
 }

@@ -4,6 +4,7 @@
 #ifndef TFCORE_PIPELINE_STEP_H
 #define TFCORE_PIPELINE_STEP_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -36,17 +37,21 @@ tf_status tf_pipeline_step(struct tf_trainer *t, tf_sampler *s, const tf_lr_sche
  * each stage's owner), so evaluation and saves see the whole model. */
 tf_status tf_pipeline_gather(struct tf_trainer *t, tf_error *err);
 
-/* host[n] f64 summed over the stages (gradient norm, overflow flag). */
+/* host[n] f64 summed over the stages of one replica (gradient norm,
+ * overflow flag: every replica holds the same gradients after the
+ * per-stage all-reduce), the result on every rank. */
 tf_status tf_pipeline_sum(struct tf_trainer *t, double *host, size_t n, tf_error *err);
 
-/* What the run measured, for results.json: the time this worker was busy
- * computing (forward, backward, recomputation) and the time its steps took,
- * so utilisation = busy / steps and the measured bubble = 1 - utilisation. */
-typedef struct tf_pipeline_stats {
-    int stage, stages, micro_batches, first_layer, end_layer;
-    const char *schedule;
-    double busy_s, step_s, expected_bubble;
-} tf_pipeline_stats;
-void tf_pipeline_stats_get(const struct tf_trainer *t, tf_pipeline_stats *out);
+/* At the end of training (every rank): the gather above, and every worker's
+ * measurements collected for results.json. */
+tf_status tf_pipeline_finish(struct tf_trainer *t, tf_error *err);
+
+/* results.json's tfcore.pipeline: stages, replicas, micro_batches,
+ * schedule, stage_layers ([first, end) per stage), expected_bubble
+ * ((S-1)/(M+S-1)), and per worker (by rank) utilisation = compute time
+ * (forward, backward, recomputation) / step time and bubble = the share of
+ * its schedule's time spent waiting on a neighbour, with measured_bubble
+ * their ratio over all workers. */
+json_t *tf_pipeline_json(const struct tf_trainer *t);
 
 #endif

@@ -600,7 +600,7 @@ static tf_status run_loop(tf_trainer *t, tf_error *err)
             goto out;
     }
     /* the stages' parameters onto every rank before rank 0 saves the model */
-    if (t->pipe && (st = tf_pipeline_gather(t, err))) goto out;
+    if (t->pipe && (st = tf_pipeline_finish(t, err))) goto out;
     tf_metrics final_eval = {0};
     bool have_eval = false;
     if (a->eval_strategy != TF_STRATEGY_NO && t->last_eval.n > 0) {
