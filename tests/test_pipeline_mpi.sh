@@ -96,6 +96,9 @@ cfg p2_acc 8 2 "$(pipe 2 4 1f1b)" && train p2_acc && same_params base p2_acc
 # 2 stages x 2 replicas (4 ranks), 8 rows a replica: the per-stage all-reduce
 cfg p2x2_1f1b 8 1 "$(pipe 2 4 1f1b '' 2)" && train p2x2_1f1b && same_params base p2x2_1f1b
 cfg p2x2_gpipe 4 2 "$(pipe 2 2 gpipe '' 2)" && train p2x2_gpipe && same_params base p2x2_gpipe
+# the replicas' all-reduce is not the schedule's waiting: every bubble in [0, 1)
+tr -d ' \n' <"$tmp/p2x2_gpipe/results.json" | grep -q "\"bubble\":\[$u,$u,$u,$u\],\"measured_bubble\":$u" && ok ||
+    bad "p2x2_gpipe: results.json's bubbles are not 4 values in [0, 1)"
 
 # dropout on: the masks are those of the single worker (by a row's global position)
 DROPOUT=0.1 cfg dbase 16 1 && train dbase

@@ -46,6 +46,7 @@ struct tf_pipeline {
     double busy_s;        /* forward, backward, recomputation */
     double sched_s;       /* the schedule's part of the steps: micro-batches and their messages */
     double wait_s;        /* of which waiting on a neighbour (receives, sends completing) */
+    double waited;        /* every wait in send / recv so far (the schedule's and the all-reduce's) */
     double step_s;        /* whole steps: the schedule, all-reduces, optimizer */
     double *all;          /* [4 x world] every worker's busy, sched, wait, step (tf_pipeline_finish) */
 };
@@ -86,7 +87,7 @@ static tf_status sends_finish(tf_trainer *t, tf_error *err)
     for (size_t i = 0; i < p->nsends && !st; i++) st = p2p_wait(t, p->sends[i], p->send_seq[i], err);
     p->nsends = 0;
     double d = tf_now() - t0;
-    p->wait_s += d;
+    p->waited += d;
     t->phase[TF_PHASE_COMM] += d;
     t->comm_exposed += d;
     return st;
@@ -100,7 +101,7 @@ static tf_status recv_now(tf_trainer *t, void *buf, size_t count, tf_dtype dt, i
     tf_status st = t->cvt->recv(t->comm, buf, count, dt, peer, &req, err);
     if (!st) st = p2p_wait(t, req, seq, err);
     double d = tf_now() - t0;
-    t->pipe->wait_s += d;
+    t->pipe->waited += d;
     t->phase[TF_PHASE_COMM] += d;
     t->comm_exposed += d;
     return st;
@@ -263,7 +264,7 @@ tf_status tf_pipeline_step(tf_trainer *t, tf_sampler *s, const tf_lr_schedule *l
 {
     tf_pipeline *p = t->pipe;
     const tf_training_args *a = t->args;
-    double step_t0 = tf_now();
+    double step_t0 = tf_now(), waited0 = p->waited;
     size_t step_rows = (size_t)(a->per_device_train_batch_size * a->gradient_accumulation_steps);
     size_t shard = tf_sampler_rank_rows(s);
     size_t first = (size_t)step_in_epoch * step_rows;
@@ -334,6 +335,7 @@ tf_status tf_pipeline_step(tf_trainer *t, tf_sampler *s, const tf_lr_schedule *l
     }
     if (!st) st = sends_finish(t, err);
     p->sched_s += tf_now() - step_t0;
+    p->wait_s += p->waited - waited0;
     if (M != p->M) tf_pipeline_schedule(p->set.schedule, p->stage, p->stages, p->M, p->ops);
     if (!st && p->replicas > 1) {
         tf_comm_rec_where(t->rec, TF_WHERE_COMM, t->global_step + 1, 0);
@@ -389,7 +391,12 @@ tf_status tf_pipeline_gather(tf_trainer *t, tf_error *err)
 tf_status tf_pipeline_finish(tf_trainer *t, tf_error *err)
 {
     tf_pipeline *p = t->pipe;
+    /* after the run's time was taken: the final gather and the report are not
+     * the training's communication */
+    double comm_before = t->phase[TF_PHASE_COMM], exposed_before = t->comm_exposed;
     tf_status st = tf_pipeline_gather(t, err);
+    t->phase[TF_PHASE_COMM] = comm_before;
+    t->comm_exposed = exposed_before;
     if (st) return st;
     size_t W = (size_t)t->world;
     free(p->all);
@@ -399,9 +406,8 @@ tf_status tf_pipeline_finish(tf_trainer *t, tf_error *err)
     p->all[W + r] = p->sched_s;
     p->all[2 * W + r] = p->wait_s;
     p->all[3 * W + r] = p->step_s;
-    double comm_before = t->phase[TF_PHASE_COMM], exposed_before = t->comm_exposed;
     st = tf_trainer_allreduce_host(t, p->all, 4 * W, TF_DTYPE_F64, TF_REDUCE_SUM, err);
-    t->phase[TF_PHASE_COMM] = comm_before; /* a report, not the training's communication */
+    t->phase[TF_PHASE_COMM] = comm_before;
     t->comm_exposed = exposed_before;
     return st;
 }
