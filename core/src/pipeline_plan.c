@@ -22,7 +22,8 @@ tf_status tf_pipeline_split(const tf_pipeline_settings *set, tf_section *ps, con
         for (int k = 0; k < set->stages; k++) first[k] = sum, sum += set->layers[k];
         first[set->stages] = sum;
         if (sum != L)
-            return tf_error_set(err, TF_ERR_CONFIG, "%s: pipeline.layers adds up to %d encoder layers; the model has %d",
+            return tf_error_set(err, TF_ERR_CONFIG,
+                                "%s: pipeline.layers adds up to %d encoder layers; the model has %d",
                                 tf_cfg_where(ps, "layers"), sum, L);
         return TF_OK;
     }
@@ -67,8 +68,8 @@ tf_status tf_pipeline_print_plan(const tf_plan *plan, FILE *out, tf_error *err)
         for (int k = 0; k < set->stages; k++) {
             size_t off, n = 0;
             if (!by_hand) s.model.vt->stage_params(s.model.h, first[k], first[k + 1], &off, &n);
-            fprintf(out, "#   stage %d: layers %d..%d%s%s", k, first[k], first[k + 1] - 1, k == 0 ? " + embeddings" : "",
-                    k == set->stages - 1 ? " + head" : "");
+            fprintf(out, "#   stage %d: layers %d..%d%s%s", k, first[k], first[k + 1] - 1,
+                    k == 0 ? " + embeddings" : "", k == set->stages - 1 ? " + head" : "");
             if (by_hand) fprintf(out, " (pipeline.layers; checked against the model when the stages start)\n");
             else fprintf(out, ", %zu parameters\n", n);
         }

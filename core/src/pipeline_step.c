@@ -33,7 +33,7 @@ struct tf_pipeline {
     float *reduce_buf;     /* [own_n of this stage] a replica's gradients (replica 0 of D > 1) */
     int first[TF_PIPELINE_MAX_STAGES + 1]; /* stage k runs layers [first[k], first[k+1]) */
     size_t own_off[TF_PIPELINE_MAX_STAGES], own_n[TF_PIPELINE_MAX_STAGES]; /* each stage's parameter range */
-    size_t act_elems;     /* rows x seq x hidden of the largest micro-batch */
+    size_t act_elems;     /* rows x seq x hidden of the largest micro-batch (the buffers' size) */
     size_t act_bytes;
     tf_dtype act_dt;
     void **in, **out, **gin; /* [M] each, NULL where the stage has none */
@@ -159,7 +159,8 @@ tf_status tf_pipeline_setup(tf_trainer *t, tf_error *err)
     p->sends = calloc(2 * M, sizeof *p->sends);
     p->send_seq = calloc(2 * M, sizeof *p->send_seq);
     p->ops = calloc(2 * M, sizeof *p->ops);
-    if (!p->in || !p->out || !p->gin || !p->sends || !p->send_seq || !p->ops) return tf_error_set(err, TF_ERR_RUNTIME, "out of memory");
+    if (!p->in || !p->out || !p->gin || !p->sends || !p->send_seq || !p->ops)
+        return tf_error_set(err, TF_ERR_RUNTIME, "out of memory");
     bool first_stage = p->stage == 0, last_stage = p->stage == p->stages - 1;
     for (size_t j = 0; j < M && !st; j++) {
         if (!first_stage && !(st = alloc_act(t, &p->in[j], err))) st = alloc_act(t, &p->gin[j], err);
@@ -296,7 +297,11 @@ tf_status tf_pipeline_step(tf_trainer *t, tf_sampler *s, const tf_lr_schedule *l
         if (op.kind == TF_PIPE_FORWARD || resident != op.micro) {
             bool redo = op.kind == TF_PIPE_BACKWARD;
             if ((st = load_micro(t, s, mb, idx, err))) break;
-            if (!first_stage && !redo && (st = recv_now(t, p->in[op.micro], p->act_elems, p->act_dt, p->rank0 + stage - 1, err))) break;
+            /* the boundary tensor of this micro-batch: [n, seq, hidden], seq the batch's own */
+            size_t elems = mb->n * (size_t)t->dev.seq * (size_t)t->info->hidden_size;
+            if (!first_stage && !redo &&
+                (st = recv_now(t, p->in[op.micro], elems, p->act_dt, p->rank0 + stage - 1, err)))
+                break;
             double t0 = tf_now();
             position(t, s, mb);
             tf_model_output out;
@@ -315,13 +320,16 @@ tf_status tf_pipeline_step(tf_trainer *t, tf_sampler *s, const tf_lr_schedule *l
             p->busy_s += d;
             if (st) break;
             resident = op.micro;
-            if (!redo && !last_stage && (st = send_start(t, p->out[op.micro], p->act_elems, p->act_dt, p->rank0 + stage + 1, err))) break;
+            if (!redo && !last_stage &&
+                (st = send_start(t, p->out[op.micro], elems, p->act_dt, p->rank0 + stage + 1, err)))
+                break;
             if (!redo) t->micro_step++;
             if (!redo) continue;
         }
         /* backward of micro-batch op.micro */
         tf_comm_rec_phase(t->rec, TF_WHERE_BACKWARD);
-        if (!last_stage && (st = recv_now(t, p->gout, p->act_elems, p->act_dt, p->rank0 + stage + 1, err))) break;
+        size_t elems = mb->n * (size_t)t->dev.seq * (size_t)t->info->hidden_size; /* t->dev is this micro-batch */
+        if (!last_stage && (st = recv_now(t, p->gout, elems, p->act_dt, p->rank0 + stage + 1, err))) break;
         double t0 = tf_now();
         /* its share of the step's rows: the step's loss is the mean over them */
         float scale = loss_scale * (float)((double)mb->n / (double)m);
@@ -331,7 +339,7 @@ tf_status tf_pipeline_step(tf_trainer *t, tf_sampler *s, const tf_lr_schedule *l
         t->phase[TF_PHASE_BACKWARD] += d;
         p->busy_s += d;
         resident = -1;
-        if (!st && !first_stage) st = send_start(t, p->gin[op.micro], p->act_elems, p->act_dt, p->rank0 + stage - 1, err);
+        if (!st && !first_stage) st = send_start(t, p->gin[op.micro], elems, p->act_dt, p->rank0 + stage - 1, err);
     }
     if (!st) st = sends_finish(t, err);
     p->sched_s += tf_now() - step_t0;
