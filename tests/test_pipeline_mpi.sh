@@ -10,6 +10,8 @@
 #    parameters gathered): a pipeline's checkpoint-2 equals one worker's;
 #    resuming it on the pipeline and on one worker ends where one worker's
 #    uninterrupted run does; evaluation on a pipeline equals one worker's;
+#    a stop signal stops every stage after one step with a checkpoint that
+#    resumes;
 #  - results.json reports the partition, the expected bubble and each
 #    worker's measured utilisation and bubble;
 #  - --dry-run prints the partition and the expected bubble;
@@ -18,6 +20,7 @@
 # Skips (77) without the mpi comm plugin (no Open MPI).
 set -u
 : "${top_builddir:?}" "${top_srcdir:?}"
+unset TFCORE_TEST_SIGNAL TFCORE_TEST_SIGNAL_AT_STEP TFCORE_TEST_SIGNAL_IN_SAVE
 tfcore="$top_builddir/core/tfcore"
 LSAN_OPTIONS="suppressions=$top_srcdir/tests/data/comm-mpi/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
@@ -122,6 +125,17 @@ STEPS=4 cfg r1 16 1 && train r1 -o training.resume_from_checkpoint="\"$tmp/cp2/c
 # and one worker's checkpoint on a pipeline of 4
 STEPS=4 cfg rp4 16 1 "$(pipe 4 4 1f1b)" &&
     train rp4 -o training.resume_from_checkpoint="\"$tmp/cbase/checkpoint-2\"" && same_params cbase rp4
+
+# a stop signal after step 1 (rank 0 raises SIGTERM): every stage stops after
+# the same step, the gathered checkpoint is saved, exit 75; "last" resumes it
+# to the uninterrupted run's parameters
+STEPS=4 cfg stop 16 1 "$(pipe 2 4 1f1b)"
+TFCORE_TEST_SIGNAL_AT_STEP=1 "$tfcore" -c "$tmp/stop.cfg" >"$tmp/stop.out" 2>&1
+rc=$?
+if [ $rc -eq 75 ] && grep -q "stopped by SIGTERM after step 1; checkpoint saved to $tmp/stop/checkpoint-1" "$tmp/stop.out" &&
+    [ -f "$tmp/stop/checkpoint-1/model.safetensors" ]; then ok; else
+    bad "stop: exit $rc, wanted 75 and checkpoint-1"; tail -n 8 "$tmp/stop.out"; fi
+train stop -o training.resume_from_checkpoint='"last"' && same_params cbase stop
 
 # --- 3. --dry-run: the partition and the expected bubble ----------------------
 cfg dry 16 1 "$(pipe 4 8 1f1b)"
