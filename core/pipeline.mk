@@ -18,6 +18,15 @@ tests_test_pipeline_LDADD = $(TEST_LDADD)
 TESTS += tests/test_pipeline
 endif
 
-# End to end under mpirun (skipped without the mpi comm plugin).
+# End to end under mpirun (skipped without the mpi comm plugin), with
+# comm-mpi cut to the ABI 1.3 vtable (tests/abi13/) for the refusal of a
+# comm plugin without send/recv.
 TESTS += tests/test_pipeline_mpi.sh
 EXTRA_DIST += tests/test_pipeline_mpi.sh
+if HAVE_MPI
+check_LTLIBRARIES += tests/abi13/tfcore-comm-mpi13.la
+tests_abi13_tfcore_comm_mpi13_la_SOURCES = tests/abi13/comm_mpi_abi13.c
+tests_abi13_tfcore_comm_mpi13_la_CPPFLAGS = $(AM_CPPFLAGS) \
+	-DCOMM_MPI_SO='"$(abs_top_builddir)/plugins/comm-mpi/.libs/tfcore-comm-mpi.so"'
+tests_abi13_tfcore_comm_mpi13_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
+endif

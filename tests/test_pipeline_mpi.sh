@@ -15,8 +15,10 @@
 #  - results.json reports the partition, the expected bubble and each
 #    worker's measured utilisation and bubble;
 #  - --dry-run prints the partition and the expected bubble;
+#  - a comm plugin built for ABI 1.3 (comm-mpi cut before send/recv, tests/abi13)
+#    still loads and trains DDP to one worker's parameters;
 #  - a comm plugin without send/recv (ABI 1.3 and earlier) or a world size that
-#    is not the stage count is refused with one line.
+#    is not a multiple of the stage count is refused with one line.
 # Skips (77) without the mpi comm plugin (no Open MPI).
 set -u
 : "${top_builddir:?}" "${top_srcdir:?}"
@@ -156,6 +158,17 @@ if "$tfcore" plugins 2>/dev/null | grep -Eq "^ *comm +dp-master "; then
     cfg nop2p 16 1 'comm = { plugin = "dp-master"; world_size = 2; };
 pipeline = { stages = 2; };'
     refused nop2p "a pipeline needs a comm plugin with point-to-point send and recv (plugin ABI 1.4); comm 'dp-master'"
+fi
+# a comm plugin built for ABI 1.3 (comm-mpi cut before send/recv) still loads
+# and trains DDP; a pipeline refuses it
+if [ -f "$top_builddir/tests/abi13/.libs/tfcore-comm-mpi13.so" ]; then
+    export TFCORE_PLUGIN_PATH="$top_builddir/tests/abi13/.libs${TFCORE_PLUGIN_PATH:+:$TFCORE_PLUGIN_PATH}"
+    cfg ddp13 8 1 'comm = { plugin = "mpi13"; world_size = 2; };' && train ddp13 && same_params base ddp13
+    cfg pipe13 16 1 'comm = { plugin = "mpi13"; world_size = 2; };
+pipeline = { stages = 2; };'
+    refused pipe13 "a pipeline needs a comm plugin with point-to-point send and recv (plugin ABI 1.4); comm 'mpi13' (ABI 1.3) has none"
+else
+    bad "tests/abi13/tfcore-comm-mpi13.so was not built"
 fi
 cfg badworld 16 1 'comm = { plugin = "mpi"; world_size = 3; };
 pipeline = { stages = 2; };'
