@@ -26,7 +26,11 @@ EXTRA_DIST += tests/test_report.sh \
 	tests/data/report/mem-base/results.json \
 	tests/data/report/mem-ckpt/results.json \
 	tests/data/report/mem-adafactor/results.json \
-	tests/data/report/expected-memory.md
+	tests/data/report/expected-memory.md \
+	tests/data/report/pipe-one/results.json \
+	tests/data/report/pipe-2x8/results.json \
+	tests/data/report/pipe-2x2/results.json \
+	tests/data/report/expected-pipeline.md
 
 # tests/test_conf.sh: every config in conf/ resolves (tfcore train --dry-run).
 TESTS += tests/test_conf.sh

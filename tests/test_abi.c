@@ -146,6 +146,9 @@ SLOT_AT(tf_model_vtable, set_step, 11);
 SLOT_AT(tf_model_vtable, read_loss, 12); /* 1.2 */
 SLOT_AT(tf_model_vtable, set_rows, 13);  /* 1.3 */
 SLOT_AT(tf_model_vtable, memory, 14);    /* 1.3 */
+SLOT_AT(tf_model_vtable, stage_params, 15);   /* 1.4 */
+SLOT_AT(tf_model_vtable, stage_forward, 16);  /* 1.4 */
+SLOT_AT(tf_model_vtable, stage_backward, 17); /* 1.4 */
 _Static_assert(offsetof(tf_model_memory, size) == 0 && offsetof(tf_model_memory, weights) == 8 &&
                    offsetof(tf_model_memory, gradients) == 16 && offsetof(tf_model_memory, activations) == 24 &&
                    sizeof(tf_model_memory) == 32,
@@ -181,6 +184,8 @@ SLOT_AT(tf_comm_vtable, reduce, 7);
 SLOT_AT(tf_comm_vtable, broadcast, 8);
 SLOT_AT(tf_comm_vtable, barrier, 9);
 SLOT_AT(tf_comm_vtable, abort, 10);
+SLOT_AT(tf_comm_vtable, send, 11); /* 1.4 */
+SLOT_AT(tf_comm_vtable, recv, 12); /* 1.4 */
 
 SLOT_AT(tf_precision_vtable, check_config, 0);
 SLOT_AT(tf_precision_vtable, create, 1);

@@ -403,6 +403,63 @@ static void argument_error_checks(scenario *s)
 #undef EXPECT
 }
 
+/* ABI 1.4 send / recv: a ring, every rank sending to the next while it
+ * receives from the one before (both started before either is waited, the
+ * pattern of a pipeline's stages), two messages in a row per pair arriving
+ * in order, lengths that take several chunks on the staged path, and the
+ * argument errors. */
+static void p2p_checks(scenario *s)
+{
+    const tf_backend_vtable *vt = s->bvt;
+    const size_t lens[2] = {7, 250001};
+    int next = (rank_ + 1) % size_, prev = (rank_ + size_ - 1) % size_;
+    void *sdev[2], *rdev[2];
+    float *h = malloc(lens[1] * sizeof *h);
+    if (!h) die("out of memory");
+    tf_comm_request *sreq[2], *rreq[2];
+    tf_error err = {0};
+    for (int k = 0; k < 2; k++) {
+        sdev[k] = dev_alloc(vt, lens[k] * sizeof(float));
+        rdev[k] = dev_alloc(vt, lens[k] * sizeof(float));
+        fill(h, TF_DTYPE_F32, lens[k], rank_ + 10 * k);
+        to_dev(vt, sdev[k], h, lens[k] * sizeof(float));
+    }
+    for (int k = 0; k < 2; k++) {
+        tf_status st = cvt->send(s->c, sdev[k], lens[k], TF_DTYPE_F32, next, &sreq[k], &err);
+        check(st == TF_OK, "%s: send %d to rank %d: %s", s->name, k, next, err.msg);
+        if (st) die("cannot continue");
+    }
+    for (int k = 0; k < 2; k++) {
+        tf_status st = cvt->recv(s->c, rdev[k], lens[k], TF_DTYPE_F32, prev, &rreq[k], &err);
+        check(st == TF_OK, "%s: recv %d from rank %d: %s", s->name, k, prev, err.msg);
+        if (st) die("cannot continue");
+    }
+    for (int k = 0; k < 2; k++) {
+        tf_status st = cvt->wait(s->c, rreq[k], &err);
+        check(st == TF_OK, "%s: wait recv %d: %s", s->name, k, err.msg);
+        from_dev(vt, h, rdev[k], lens[k] * sizeof(float));
+        size_t bad = lens[k];
+        for (size_t i = 0; i < lens[k] && bad == lens[k]; i++)
+            if (h[i] != (float)value(prev + 10 * k, i)) bad = i;
+        check(bad == lens[k], "%s: message %d from rank %d wrong at element %zu of %zu", s->name, k, prev, bad,
+              lens[k]);
+        check(cvt->wait(s->c, sreq[k], &err) == TF_OK, "%s: wait send %d: %s", s->name, k, err.msg);
+    }
+    for (int k = 0; k < 2; k++) {
+        vt->free(be, sdev[k], TF_MEM_DEVICE);
+        vt->free(be, rdev[k], TF_MEM_DEVICE);
+    }
+    tf_comm_request *r = NULL;
+    float x[4];
+    check(cvt->send(s->c, x, 4, TF_DTYPE_F32, rank_, &r, &err) != TF_OK && strstr(err.msg, "is not another rank"),
+          "%s: send to itself: %s", s->name, err.msg);
+    check(cvt->recv(s->c, x, 4, TF_DTYPE_F32, size_, &r, &err) != TF_OK && strstr(err.msg, "is not another rank"),
+          "%s: recv from rank %d: %s", s->name, size_, err.msg);
+    check(cvt->send(s->c, NULL, 4, TF_DTYPE_F32, next, &r, &err) != TF_OK && strstr(err.msg, "buffer is NULL"),
+          "%s: send of NULL: %s", s->name, err.msg);
+    free(h);
+}
+
 static void finalize_all(scenario *sc, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
@@ -440,6 +497,7 @@ static void mode_collectives(const char *dir)
         broadcast_checks(&sc[i]);
         barrier_checks(&sc[i], dir);
         argument_error_checks(&sc[i]);
+        p2p_checks(&sc[i]);
     }
     finalize_all(sc, n);
 }

@@ -84,6 +84,34 @@ START_TEST(test_stopped_process)
 }
 END_TEST
 
+/* A pipeline (ABI 1.4 send / recv): stage 1 waits to receive micro-batch
+ * 2's activations while stage 0 is still in its forward; the report names
+ * the receive and the stage behind. */
+START_TEST(test_pipeline_recv)
+{
+    tf_comm_recorder *r = make(2);
+    tf_comm_rank_log *s0 = &r->rank[0], *s1 = &r->rank[1];
+    tf_comm_rec_where(s0, TF_WHERE_FORWARD, 5, 1);
+    uint64_t a = tf_comm_rec_enter(s0, TF_COMM_SEND, 1u << 20, 0, 0);
+    tf_comm_rec_where(s0, TF_WHERE_FORWARD, 5, 2); /* computing micro-batch 2, its send not yet started */
+    tf_comm_rec_where(s1, TF_WHERE_FORWARD, 5, 1);
+    uint64_t b = tf_comm_rec_enter(s1, TF_COMM_RECV, 1u << 20, 0, 0);
+    tf_comm_rec_exit(s1, b);
+    tf_comm_rec_where(s1, TF_WHERE_FORWARD, 5, 2);
+    uint64_t c = tf_comm_rec_enter(s1, TF_COMM_RECV, 1u << 20, 0, 0);
+    tf_comm_rec_block(s1, c);
+    (void)a;
+    char out[4096];
+    double now = mono();
+    ck_assert(tf_comm_recorder_overdue(r, now + 700, 600, out, sizeof out));
+    ck_assert_msg(strstr(out, "rank 0 is behind: last seen at step 5 forward (micro-batch 2)"), "%s", out);
+    ck_assert_msg(strstr(out, "rank 1: waiting 700 s in recv #2 (step 5, micro-batch 2, 1.0 MB)"), "%s", out);
+    ck_assert_str_eq(tf_comm_kind_name(TF_COMM_SEND), "send");
+    ck_assert_str_eq(tf_comm_kind_name(TF_COMM_RECV), "recv");
+    free(r);
+}
+END_TEST
+
 START_TEST(test_exit_and_layout)
 {
     tf_comm_recorder *r = make(2);
@@ -135,6 +163,7 @@ int main(void)
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_rank_behind);
     tcase_add_test(tc, test_stopped_process);
+    tcase_add_test(tc, test_pipeline_recv);
     tcase_add_test(tc, test_exit_and_layout);
     tcase_add_test(tc, test_heartbeat);
     suite_add_tcase(s, tc);

@@ -67,7 +67,7 @@ bert_config models/all-MiniLM-L6-v2 30522 384 6 12 1536
 # and the datasets are names: a tfcore cache that has them (the marker a
 # completed fetch leaves; a dry run reads no data), used offline
 export TFCORE_CACHE="$tmp/work/tfcore"
-for d in imdb squad; do
+for d in imdb squad squad_v2; do
     mkdir -p "$TFCORE_CACHE/datasets/$d"
     printf 'tfcore dataset %s\n' "$d" >"$TFCORE_CACHE/datasets/$d/.tfcore-dataset"
 done

@@ -1369,6 +1369,107 @@ START_TEST(gradient_checkpointing)
 }
 END_TEST
 
+/* ABI 1.4 pipeline stages: the model cut into 2 and 3 stages, chained
+ * through the boundary activation and its gradient, gives forward's loss and
+ * backward's gradients bit for bit (dropout on, masks by row), with and
+ * without gradient checkpointing; the stages' parameter ranges are disjoint
+ * and cover the buffer; misuse is refused. */
+START_TEST(pipeline_stages)
+{
+    if (!bk) return;
+    for (int task = 0; task < 2; task++)
+        for (int ckpt = 0; ckpt < 2; ckpt++)
+            for (int split = 0; split < 2; split++) {
+                char text[512];
+                snprintf(text, sizeof text,
+                         "model = { preset = \"bert-tiny\"; vocab_size = 11; hidden_size = 8;"
+                         " num_hidden_layers = 3; num_attention_heads = 2; intermediate_size = 16;"
+                         " max_position_embeddings = 8; hidden_dropout_prob = 0.3;"
+                         " attention_probs_dropout_prob = 0.3; %s };",
+                         task ? "task = \"question-answering\";" : "");
+                const int cuts[2][4] = {{0, 1, 3, -1}, {0, 1, 2, 3}};
+                const int nst = split ? 3 : 2;
+                fixture f, c;
+                tf_error err = {0};
+                ck_assert_msg(create_model_ckpt(text, 4, 6, 9, false, &f, &err) == TF_OK, "%s", err.msg);
+                ck_assert_msg(create_model_ckpt(text, 4, 6, 9, ckpt, &c, &err) == TF_OK, "%s", err.msg);
+                tf_model_buffers bf;
+                mv->buffers(c.m, &bf);
+                /* ranges: disjoint, covering [0, n) */
+                size_t covered = 0;
+                for (int k = nst - 1; k >= 0; k--) { /* the last stage's range starts at 0 */
+                    size_t off, cnt;
+                    mv->stage_params(c.m, cuts[split][k], cuts[split][k + 1], &off, &cnt);
+                    ck_assert_uint_eq(off, covered);
+                    covered += cnt;
+                }
+                ck_assert_uint_eq(covered, bf.n);
+                test_batch tb;
+                make_batch(&tb, 4, 6, !task);
+                if (task) {
+                    tb.b.start_positions = tb.start;
+                    tb.b.end_positions = tb.end;
+                }
+                size_t bytes = 4 * 6 * 8 * sizeof(float);
+                void *act[3], *grad[3];
+                for (int k = 0; k < 3; k++) {
+                    ck_assert_int_eq(bk->alloc(c.be, bytes, TF_MEM_DEVICE, &act[k], &err), TF_OK);
+                    ck_assert_int_eq(bk->alloc(c.be, bytes, TF_MEM_DEVICE, &grad[k], &err), TF_OK);
+                }
+                for (int step = 0; step < 2; step++) {
+                    tf_model_output of, oc;
+                    mv->set_rows(f.m, 1, 4 * (uint64_t)step, 1);
+                    ck_assert_int_eq(mv->forward(f.m, &tb.b, true, &of, &err), TF_OK);
+                    ck_assert_int_eq(mv->backward(f.m, 1.0f, NULL, NULL, &err), TF_OK);
+                    /* the stages, each forward then (after the later ones) its backward;
+                     * stage k's input is act[k-1], its output act[k] */
+                    for (int k = 0; k < nst; k++) {
+                        mv->set_rows(c.m, 1, 4 * (uint64_t)step, 1);
+                        ck_assert_msg(mv->stage_forward(c.m, cuts[split][k], cuts[split][k + 1], &tb.b,
+                                                        k ? act[k - 1] : NULL, k + 1 < nst ? act[k] : NULL, true,
+                                                        &oc, &err) == TF_OK,
+                                      "%s", err.msg);
+                    }
+                    float lf, lc;
+                    ck_assert_int_eq(mv->read_loss(f.m, &lf, &err), TF_OK);
+                    ck_assert_int_eq(mv->read_loss(c.m, &lc, &err), TF_OK);
+                    ck_assert(memcmp(&lf, &lc, sizeof lf) == 0);
+                    for (int k = nst - 1; k >= 0; k--) {
+                        if (k + 1 < nst) { /* the stage's activations again: the later stages ran since */
+                            mv->set_rows(c.m, 1, 4 * (uint64_t)step, 1);
+                            ck_assert_int_eq(mv->stage_forward(c.m, cuts[split][k], cuts[split][k + 1], &tb.b,
+                                                               k ? act[k - 1] : NULL, act[k], true, &oc, &err),
+                                             TF_OK);
+                        }
+                        ck_assert_msg(mv->stage_backward(c.m, k + 1 < nst ? grad[k] : NULL, k ? grad[k - 1] : NULL,
+                                                         1.0f, &err) == TF_OK,
+                                      "%s", err.msg);
+                    }
+                }
+                float *gf = host_grads(&f), *gc = host_grads(&c);
+                ck_assert_msg(memcmp(gf, gc, bf.n * sizeof *gf) == 0, "task %d ckpt %d split %d", task, ckpt,
+                              split);
+                free(gf);
+                free(gc);
+                /* misuse: a later stage without its input, backward after a stage's forward */
+                tf_model_output o;
+                ck_assert_int_ne(mv->stage_forward(c.m, 1, 3, &tb.b, NULL, NULL, true, &o, &err), TF_OK);
+                ck_assert_msg(strstr(err.msg, "stage of layers [1, 3)"), "%s", err.msg);
+                ck_assert_int_eq(mv->stage_forward(c.m, 0, 1, &tb.b, NULL, act[0], true, &o, &err), TF_OK);
+                ck_assert_int_ne(mv->backward(c.m, 1.0f, NULL, NULL, &err), TF_OK);
+                ck_assert_msg(strstr(err.msg, "use stage_backward"), "%s", err.msg);
+                ck_assert_int_ne(mv->stage_backward(c.m, NULL, NULL, 1.0f, &err), TF_OK);
+                ck_assert_msg(strstr(err.msg, "grad_out"), "%s", err.msg);
+                for (int k = 0; k < 3; k++) {
+                    bk->free(c.be, act[k], TF_MEM_DEVICE);
+                    bk->free(c.be, grad[k], TF_MEM_DEVICE);
+                }
+                fixture_free(&f);
+                fixture_free(&c);
+            }
+}
+END_TEST
+
 /* ---- save ------------------------------------------------------------------------------ */
 
 START_TEST(save_and_reload)
@@ -1552,6 +1653,7 @@ static Suite *suite(void)
     tcase_add_test(m, dropout_streams);
     tcase_add_test(m, dropout_by_row);
     tcase_add_test(m, gradient_checkpointing);
+    tcase_add_test(m, pipeline_stages);
     tcase_add_test(m, save_and_reload);
     tcase_add_test(m, save_tokenizer_and_labels);
     tcase_add_test(m, bad_tokenizer_config);

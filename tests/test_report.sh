@@ -68,6 +68,8 @@ imdb="1gpu dp2 ddp2 old-format"
     same_as expected-imdb.json $imdb --json
     # runs that recorded tfcore.memory_bytes: a second table, MiB per category
     same_as expected-memory.md mem-base mem-ckpt mem-adafactor
+    # pipeline runs (tfcore.pipeline): a third table, their shape, bubble and utilisation
+    same_as expected-pipeline.md pipe-one pipe-2x8 pipe-2x2
 }
 
 # the old-format run: no config, no comm_exposed -> "—"; a baseline of 1.00
@@ -179,6 +181,15 @@ bad_run '{"train_runtime": 9, "tfcore": {"memory_bytes": {"activations": "4 MB"}
     ": tfcore.memory_bytes.activations must be a number >= 0, got a string"
 bad_run '{"train_runtime": 9, "tfcore": {"world_size": 2.0}}' \
     ": tfcore.world_size must be an integer >= 1, got a number"
+bad_run '{"train_runtime": 9, "tfcore": {"pipeline": [2]}}' ": tfcore.pipeline must be an object, got an array"
+bad_run '{"train_runtime": 9, "tfcore": {"pipeline": {"stages": 0}}}' \
+    ": tfcore.pipeline.stages must be an integer >= 1, got 0"
+bad_run '{"train_runtime": 9, "tfcore": {"pipeline": {"stages": 2, "measured_bubble": "0.2"}}}' \
+    ": tfcore.pipeline.measured_bubble must be a number >= 0, got a string"
+bad_run '{"train_runtime": 9, "tfcore": {"pipeline": {"stages": 2, "schedule": 1}}}' \
+    ": tfcore.pipeline.schedule must be a string, got an integer"
+bad_run '{"train_runtime": 9, "tfcore": {"pipeline": {"stages": 2, "utilisation": [0.5, null]}}}' \
+    ": tfcore.pipeline.utilisation[1] must be a number >= 0"
 bad_run '{"train_runtime": 9, "tfcore": {"config": 7}}' ": tfcore.config must be a string, got an integer"
 bad_run '{"train_runtime": 9, "tfcore": {"comm": false}}' ": tfcore.comm must be a string, got false"
 bad_run '{"train_runtime": 9, "tfcore": {"precision": {}}}' ": tfcore.precision must be a string, got an object"

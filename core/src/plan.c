@@ -154,6 +154,9 @@ tf_status tf_plan_resolve_for(tf_plan *plan, const char *config_file, char *cons
             goto fail;
         if ((st = pick_plugin(plan, TF_KIND_COMM, NULL, err))) goto fail;
     }
+    if ((st = tf_pipeline_settings_read(plan->cfg, plan->plugin[TF_KIND_COMM] != NULL, plan->comm.world_size,
+                                        &plan->training, &plan->pipeline, err)))
+        goto fail;
     if ((st = pick_plugin(plan, TF_KIND_MODEL, NULL, err))) goto fail;
     if ((!data_optional || tf_config_has_section(plan->cfg, "data")) &&
         (st = pick_plugin(plan, TF_KIND_DATASET, NULL, err)))
@@ -161,6 +164,7 @@ tf_status tf_plan_resolve_for(tf_plan *plan, const char *config_file, char *cons
 
     if ((st = tf_config_check_unread(plan->cfg, err))) goto fail;
     if ((st = check_abi_needs(plan, err))) goto fail;
+    if ((st = tf_pipeline_check_plugins(plan, err))) goto fail;
     return TF_OK;
 fail:
     tf_plan_free(plan);

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "pipeline.h"
 #include "registry.h"
 #include "tfcore/config.h"
 #include "training_args.h"
@@ -36,6 +37,7 @@ typedef struct tf_plan {
     const tf_loaded_plugin *plugin[TF_KIND_MAX + 1];
     tf_training_args training;
     tf_comm_settings comm;
+    tf_pipeline_settings pipeline; /* the pipeline section (stages 1 without one) */
     const char *config_file; /* as given on the command line (lives as long as the caller's argv) */
 } tf_plan;
 

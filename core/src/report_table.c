@@ -186,6 +186,59 @@ static tf_status read_string(const json_t *obj, const char *key, const char *pat
     return TF_OK;
 }
 
+static tf_status read_count(const json_t *obj, const char *where, const char *key, const char *path, long long *out,
+                            tf_error *err)
+{
+    const json_t *v = json_object_get(obj, key);
+    *out = -1;
+    if (!v) return TF_OK;
+    if (!json_is_integer(v) || json_integer_value(v) < 1) {
+        if (json_is_integer(v))
+            return tf_error_set(err, TF_ERR_DATA, "%s: %s%s must be an integer >= 1, got %lld", path, where, key,
+                                (long long)json_integer_value(v));
+        return tf_error_set(err, TF_ERR_DATA, "%s: %s%s must be an integer >= 1, got %s", path, where, key,
+                            json_type_name(v));
+    }
+    *out = (long long)json_integer_value(v);
+    return TF_OK;
+}
+
+/* tfcore.pipeline: what the report shows of a pipeline run. */
+static tf_status read_pipeline(const json_t *x, const char *path, tf_report_run *run, tf_error *err)
+{
+    const json_t *p = json_object_get(x, "pipeline");
+    if (!p) return TF_OK;
+    if (!json_is_object(p))
+        return tf_error_set(err, TF_ERR_DATA, "%s: tfcore.pipeline must be an object, got %s", path, json_type_name(p));
+    const char *w = "tfcore.pipeline.";
+    tf_status st;
+    if ((st = read_count(p, w, "stages", path, &run->pipe_stages, err)) ||
+        (st = read_count(p, w, "replicas", path, &run->pipe_replicas, err)) ||
+        (st = read_count(p, w, "micro_batches", path, &run->pipe_micro, err)) ||
+        (st = read_seconds(p, w, "expected_bubble", false, path, &run->pipe_expected_bubble, err)) ||
+        (st = read_seconds(p, w, "measured_bubble", false, path, &run->pipe_measured_bubble, err)))
+        return st;
+    const json_t *sch = json_object_get(p, "schedule");
+    if (sch && !json_is_string(sch))
+        return tf_error_set(err, TF_ERR_DATA, "%s: tfcore.pipeline.schedule must be a string, got %s", path,
+                            json_type_name(sch));
+    run->pipe_schedule = sch ? json_string_value(sch) : NULL;
+    const json_t *u = json_object_get(p, "utilisation");
+    if (u && !json_is_array(u))
+        return tf_error_set(err, TF_ERR_DATA, "%s: tfcore.pipeline.utilisation must be an array, got %s", path,
+                            json_type_name(u));
+    double sum = 0;
+    for (size_t i = 0; u && i < json_array_size(u); i++) {
+        const json_t *e = json_array_get(u, i);
+        if (!json_is_number(e) || !(json_number_value(e) >= 0))
+            return tf_error_set(err, TF_ERR_DATA, "%s: tfcore.pipeline.utilisation[%zu] must be a number >= 0", path,
+                                i);
+        sum += json_number_value(e);
+    }
+    if (u && json_array_size(u)) run->pipe_utilisation = sum / (double)json_array_size(u);
+    return TF_OK;
+}
+
 /* The tfcore object: phase times, world size, plugin names, config. */
 static tf_status read_tfcore(const json_t *x, const char *path, tf_report_run *run, tf_error *err)
 {
@@ -221,6 +274,7 @@ static tf_status read_tfcore(const json_t *x, const char *path, tf_report_run *r
                             json_type_name(ws));
     }
     if (ws) run->world_size = (long long)json_integer_value(ws);
+    if ((st = read_pipeline(x, path, run, err))) return st;
     if ((st = read_string(x, "config", path, &run->config, err))) return st;
     if ((st = read_string(x, "comm", path, &run->comm, err))) return st;
     return read_string(x, "precision", path, &run->precision, err);
@@ -233,6 +287,8 @@ tf_status tf_report_read_run(const char *dir, tf_report_run *run, tf_error *err)
     for (int i = 0; i < TF_REPORT_PHASES; i++) run->phase[i] = NAN;
     for (int i = 0; i < TF_REPORT_MEMORY; i++) run->memory[i] = NAN;
     run->world_size = -1;
+    run->pipe_stages = run->pipe_replicas = run->pipe_micro = -1;
+    run->pipe_expected_bubble = run->pipe_measured_bubble = run->pipe_utilisation = NAN;
 
     /* DIR/results.json without doubling a trailing slash */
     size_t dlen = strlen(dir);
@@ -458,6 +514,64 @@ static void memory_table(tf_report_text *t, const tf_report *r)
     }
 }
 
+/* Pipeline runs (results.json tfcore.pipeline), one row each, when any run
+ * is one: its shape, the bubble expected and measured, the workers' mean
+ * utilisation (docs/PARALLEL.md "Pipeline parallelism"). */
+static void pipeline_table(tf_report_text *t, const tf_report *r)
+{
+    bool any = false;
+    for (size_t i = 0; i < r->n; i++) any = any || r->runs[i].pipe_stages > 0;
+    if (!any) return;
+    size_t w = 3;
+    for (size_t i = 0; i < r->n; i++) {
+        size_t x = tf_report_width(r->runs[i].name);
+        if (r->runs[i].pipe_stages > 0 && x > w) w = x;
+    }
+    enum { NP = 6 };
+    static const char *const title[NP] = {"stages x replicas", "micro-batches", "schedule", "expected bubble",
+                                          "measured bubble", "mean utilisation"};
+    tf_report_printf(t, "\n| %-*s |", (int)w, "run");
+    for (int k = 0; k < NP; k++) tf_report_printf(t, " %s |", title[k]);
+    tf_report_puts(t, "\n|");
+    for (size_t k = 0; k < w + 2; k++) tf_report_puts(t, "-");
+    for (int k = 0; k < NP; k++) {
+        tf_report_puts(t, "|");
+        for (size_t j = 0; j < strlen(title[k]) + 1; j++) tf_report_puts(t, "-");
+        tf_report_puts(t, k == 2 ? "-" : ":");
+    }
+    tf_report_puts(t, "|\n");
+    for (size_t i = 0; i < r->n; i++) {
+        const tf_report_run *run = &r->runs[i];
+        if (run->pipe_stages <= 0) continue;
+        char *name = md_cell_text(run->name), *sched = md_cell_text(run->pipe_schedule);
+        if (!name || !sched) {
+            free(name);
+            free(sched);
+            t->failed = true;
+            return;
+        }
+        char cellv[NP][64];
+        snprintf(cellv[0], sizeof cellv[0], "%lld x %lld", run->pipe_stages, run->pipe_replicas > 0 ? run->pipe_replicas : 1);
+        if (run->pipe_micro > 0) snprintf(cellv[1], sizeof cellv[1], "%lld", run->pipe_micro);
+        else snprintf(cellv[1], sizeof cellv[1], "%s", MISSING);
+        snprintf(cellv[2], sizeof cellv[2], "%s", sched);
+        double v[3] = {run->pipe_expected_bubble, run->pipe_measured_bubble, run->pipe_utilisation};
+        for (int k = 0; k < 3; k++) {
+            if (isnan(v[k])) snprintf(cellv[3 + k], sizeof cellv[3 + k], "%s", MISSING);
+            else snprintf(cellv[3 + k], sizeof cellv[3 + k], "%.3f", v[k]);
+        }
+        tf_report_printf(t, "| %s%*s |", name, (int)(w - tf_report_width(name)), "");
+        for (int k = 0; k < NP; k++) {
+            int pad = (int)(strlen(title[k]) - tf_report_width(cellv[k]));
+            if (k == 2) tf_report_printf(t, " %s%*s |", cellv[k], pad, "");
+            else tf_report_printf(t, " %*s%s |", pad, "", cellv[k]);
+        }
+        tf_report_puts(t, "\n");
+        free(name);
+        free(sched);
+    }
+}
+
 char *tf_report_markdown(const tf_report *r)
 {
     size_t rows = r->n + 1;
@@ -512,6 +626,7 @@ char *tf_report_markdown(const tf_report *r)
     free(cell);
     if (oom) t.failed = true;
     if (!oom) memory_table(&t, r);
+    if (!oom) pipeline_table(&t, r);
     return tf_report_text_take(&t);
 }
 
@@ -552,6 +667,16 @@ char *tf_report_json(const tf_report *r)
         for (int k = 0; mem && k < TF_REPORT_MEMORY; k++)
             json_object_set_new(mem, tf_report_memory_name[k], number_or_null(run->memory[k]));
         if (mem) json_object_set_new(x, "memory_bytes", mem);
+        if (run->pipe_stages > 0) /* the pipeline table's row */
+            json_object_set_new(
+                x, "pipeline",
+                json_pack("{s:I, s:o, s:o, s:o, s:o, s:o, s:o}", "stages", (json_int_t)run->pipe_stages, "replicas",
+                          run->pipe_replicas > 0 ? json_integer(run->pipe_replicas) : json_null(), "micro_batches",
+                          run->pipe_micro > 0 ? json_integer(run->pipe_micro) : json_null(), "schedule",
+                          string_or_null(run->pipe_schedule), "expected_bubble",
+                          number_or_null(run->pipe_expected_bubble), "measured_bubble",
+                          number_or_null(run->pipe_measured_bubble), "mean_utilisation",
+                          number_or_null(run->pipe_utilisation)));
         json_array_append_new(runs, x);
     }
     char *text = NULL;

@@ -50,6 +50,12 @@ typedef struct tf_report_run {
     const char *config;            /* tfcore.config: the config file as given */
     const char *comm, *precision;  /* tfcore.comm ("none" for one worker), tfcore.precision */
     double memory[TF_REPORT_MEMORY]; /* tfcore.memory_bytes.<name>, bytes */
+    /* tfcore.pipeline (a pipeline run, docs/PARALLEL.md): stages, replicas and
+     * micro_batches (-1 when absent), schedule, expected_bubble,
+     * measured_bubble and the mean of utilisation over the workers */
+    long long pipe_stages, pipe_replicas, pipe_micro;
+    const char *pipe_schedule;
+    double pipe_expected_bubble, pipe_measured_bubble, pipe_utilisation;
 } tf_report_run;
 
 /* Read DIR/results.json into *run. Errors (TF_ERR_DATA, one line):

@@ -13,6 +13,7 @@
 
 #include "tfcore/file.h"
 #include "tfcore/log.h"
+#include "pipeline_step.h"
 #include "trainer_internal.h"
 
 double tf_peak_rss_mb(void)
@@ -171,6 +172,7 @@ static json_t *tfcore_section(tf_trainer *t)
     json_object_set_new(x, "global_step", json_integer(t->global_step));
     json_object_set_new(x, "skipped_steps", json_integer(t->skipped_steps));
     json_object_set_new(x, "world_size", json_integer(t->world));
+    if (t->pipe) json_object_set_new(x, "pipeline", tf_pipeline_json(t));
     if (t->plan->config_file) json_object_set_new(x, "config", json_string(t->plan->config_file));
     for (uint32_t k = TF_KIND_MIN; k <= TF_KIND_MAX; k++) {
         const tf_loaded_plugin *p = t->plan->plugin[k];

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "lr_schedule.h"
+#include "pipeline_step.h"
 #include "preflight.h"
 #include "sampler.h"
 #include "stop_signal.h"
@@ -170,6 +171,8 @@ tf_status tf_trainer_setup(tf_trainer *t, const tf_plan *plan, const tf_worker *
     t->w = *w;
     t->rank = w->rank;
     t->world = w->world;
+    t->data_rank = w->rank;
+    t->data_world = w->world;
     t->last_eval_step = -1;
     if (!(t->output_dir = strdup(t->args->output_dir))) return tf_error_set(err, TF_ERR_RUNTIME, "out of memory");
     const tf_training_args *a = t->args;
@@ -226,6 +229,7 @@ tf_status tf_trainer_setup(tf_trainer *t, const tf_plan *plan, const tf_worker *
 
 void tf_trainer_teardown(tf_trainer *t)
 {
+    tf_pipeline_free(t);
     tf_trainer_comm_finalize(t);
     if (t->log) fclose(t->log);
     if (t->be) {
@@ -263,6 +267,11 @@ static tf_status clip_gradients(tf_trainer *t, double *norm_out, tf_error *err)
     if (!st) st = t->bvt->memcpy(t->be, &sq, t->dev_scalars, sizeof sq, TF_COPY_DEVICE_TO_HOST, NULL);
     if (!st) st = t->bvt->stream_sync(t->be, NULL, err);
     if (st) return st;
+    if (t->pipe) { /* each stage holds its own parameters' gradients: the norm is over all stages */
+        double all = sq;
+        if ((st = tf_pipeline_sum(t, &all, 1, err))) return st;
+        sq = (float)all;
+    }
     double norm = sqrt((double)sq);
     *norm_out = norm;
     double max_norm = t->args->max_grad_norm;
@@ -331,8 +340,8 @@ static tf_status micro_batch(tf_trainer *t, const size_t *idx, size_t n, const m
     return TF_OK;
 }
 
-static tf_status optimizer_step(tf_trainer *t, const tf_lr_schedule *lrs, double *lr_used, double *norm,
-                                bool *skipped, tf_error *err)
+tf_status tf_trainer_optimizer_step(tf_trainer *t, const tf_lr_schedule *lrs, double *lr_used, double *norm,
+                                    bool *skipped, tf_error *err)
 {
     double t0 = tf_now();
     bool found_inf = false;
@@ -346,6 +355,11 @@ static tf_status optimizer_step(tf_trainer *t, const tf_lr_schedule *lrs, double
         int32_t f = found_inf;
         if ((st = tf_trainer_broadcast_host(t, &f, 1, TF_DTYPE_I32, 0, err))) return st;
         found_inf = f != 0;
+    }
+    if (t->pipe) { /* an overflow in any stage skips the step in all */
+        double f = found_inf;
+        if ((st = tf_pipeline_sum(t, &f, 1, err))) return st;
+        found_inf = f > 0;
     }
     float scale_before = t->pvt->loss_scale(t->prec);
     *skipped = t->pvt->update(t->prec, found_inf);
@@ -387,6 +401,7 @@ static tf_status optimizer_step(tf_trainer *t, const tf_lr_schedule *lrs, double
 tf_status tf_trainer_step(tf_trainer *t, tf_sampler *s, const tf_lr_schedule *lrs, int64_t step_in_epoch,
                           double *step_loss, double *lr, double *norm, bool *skipped, tf_error *err)
 {
+    if (t->pipe) return tf_pipeline_step(t, s, lrs, step_in_epoch, step_loss, lr, norm, skipped, err);
     const tf_training_args *a = t->args;
     size_t B = (size_t)a->per_device_train_batch_size, W = (size_t)t->world;
     /* DDP: this rank's shard, B rows a micro-batch. DataParallel: one global
@@ -451,7 +466,7 @@ tf_status tf_trainer_step(tf_trainer *t, tf_sampler *s, const tf_lr_schedule *lr
     }
     tf_comm_rec_phase(t->rec, TF_WHERE_OPTIMIZER);
     tf_stop_test_phase(t->rank, t->global_step + 1, "optimizer");
-    if ((st = optimizer_step(t, lrs, lr, norm, skipped, err))) return st;
+    if ((st = tf_trainer_optimizer_step(t, lrs, lr, norm, skipped, err))) return st;
     t->global_step++;
     *step_loss = loss_sum / (double)accum; /* Trainer: the sum of loss/accum over micro-batches */
     return TF_OK;
@@ -491,8 +506,8 @@ static tf_status run_loop(tf_trainer *t, tf_error *err)
     tf_sampler s;
     size_t rows = t->dvt->num_rows(t->ds, TF_SPLIT_TRAIN);
     /* DataParallel samples one global stream and splits each batch (tf_trainer_step) */
-    if ((st = tf_sampler_init(&s, rows, t->root_only ? 0 : t->rank, t->root_only ? 1 : t->world, (uint64_t)a->seed, 1,
-                              err)))
+    if ((st = tf_sampler_init(&s, rows, t->root_only ? 0 : t->data_rank, t->root_only ? 1 : t->data_world,
+                              (uint64_t)a->seed, 1, err)))
         return st;
     /* dropout masks index a sample by its position in the epoch in 32 bits (model set_rows) */
     if (s.padded > UINT32_MAX) {
@@ -504,7 +519,7 @@ static tf_status run_loop(tf_trainer *t, tf_error *err)
         /* megabatches of the global batch: LengthGroupedSampler's
          * train_batch_size * gradient_accumulation_steps, times the world */
         int32_t *lengths;
-        size_t global = (size_t)a->per_device_train_batch_size * (size_t)t->world *
+        size_t global = (size_t)a->per_device_train_batch_size * (size_t)t->data_world *
                         (size_t)a->gradient_accumulation_steps;
         st = tf_sampler_row_lengths(t->dvt, t->ds, TF_SPLIT_TRAIN, rows, &lengths, err);
         if (!st) st = tf_sampler_group_by_length(&s, lengths, global, err);
@@ -512,7 +527,7 @@ static tf_status run_loop(tf_trainer *t, tf_error *err)
         if (st) goto out;
     }
     tf_training_plan sp;
-    if ((st = tf_training_plan_compute(a, (long long)rows, t->world, &sp, err))) goto out;
+    if ((st = tf_training_plan_compute(a, (long long)rows, t->data_world, &sp, err))) goto out;
     t->steps = sp;
     t->train_rows = rows;
     t->epoch_samples = s.padded;
@@ -589,6 +604,8 @@ static tf_status run_loop(tf_trainer *t, tf_error *err)
             (st = tf_trainer_evaluate(t, epochs_done, NULL, err)))
             goto out;
     }
+    /* the stages' parameters onto every rank before rank 0 saves the model */
+    if (t->pipe && (st = tf_pipeline_finish(t, err))) goto out;
     tf_metrics final_eval = {0};
     bool have_eval = false;
     if (a->eval_strategy != TF_STRATEGY_NO && t->last_eval.n > 0) {

@@ -25,6 +25,7 @@
 #include "tfcore/log.h"
 #include "tfcore/safetensors.h"
 #include "stop_signal.h"
+#include "pipeline_step.h"
 #include "trainer_internal.h"
 #include "trainer_state.h"
 
@@ -97,7 +98,7 @@ static tf_status write_state(tf_trainer *t, const char *dir, double epoch, tf_er
             json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "train_rows", (json_int_t)t->train_rows,
                       "epoch_samples", (json_int_t)t->epoch_samples, "total_train_batch_size",
                       (json_int_t)t->steps.total_train_batch_size, "steps_per_epoch",
-                      (json_int_t)t->steps.steps_per_epoch, "world_size", (json_int_t)t->world,
+                      (json_int_t)t->steps.steps_per_epoch, "world_size", (json_int_t)t->data_world,
                       "per_device_train_batch_size", (json_int_t)t->args->per_device_train_batch_size,
                       "gradient_accumulation_steps", (json_int_t)t->args->gradient_accumulation_steps));
     if (o) { /* Trainer's names; null until a best is known */
@@ -229,6 +230,12 @@ static tf_status rotate(tf_trainer *t, tf_error *err)
 
 tf_status tf_trainer_save_checkpoint(tf_trainer *t, double epoch, tf_error *err)
 {
+    /* a pipeline's stages each hold their own parameters: gathered onto every
+     * rank, so rank 0 saves the whole model in the usual layout */
+    if (t->pipe) {
+        tf_status st = tf_pipeline_gather(t, err);
+        if (st) return st;
+    }
     if (t->rank != 0) return TF_OK;
     double t0 = tf_now();
     char dir[4096], tmp[4200];
@@ -352,7 +359,7 @@ static tf_status check_data_order(const tf_trainer *t, const char *path, json_t 
                             "per_device_train_batch_size %lld x gradient_accumulation_steps %lld), this run's is "
                             "%lld (%d x %lld x %lld): resuming exactly needs the same global batch",
                             path, (long long)global, (long long)world, (long long)per_device, (long long)accum,
-                            t->steps.total_train_batch_size, t->world, a->per_device_train_batch_size,
+                            t->steps.total_train_batch_size, t->data_world, a->per_device_train_batch_size,
                             a->gradient_accumulation_steps);
     if (samples != (json_int_t)t->epoch_samples)
         return tf_error_set(err, TF_ERR_CONFIG,
@@ -369,11 +376,11 @@ static tf_status check_data_order(const tf_trainer *t, const char *path, json_t 
                             path, (long long)spe, t->steps.steps_per_epoch, (long long)accum,
                             a->gradient_accumulation_steps);
     if (t->rank == 0 &&
-        (world != t->world || per_device != a->per_device_train_batch_size || accum != a->gradient_accumulation_steps))
+        (world != t->data_world || per_device != a->per_device_train_batch_size || accum != a->gradient_accumulation_steps))
         tf_info("resuming a checkpoint of %lld workers x %lld rows x %lld accumulation on %d x %lld x %lld: the same "
                 "global batch of %lld, the sample order continues",
-                (long long)world, (long long)per_device, (long long)accum, t->world, a->per_device_train_batch_size,
-                a->gradient_accumulation_steps, (long long)global);
+                (long long)world, (long long)per_device, (long long)accum, t->data_world,
+                a->per_device_train_batch_size, a->gradient_accumulation_steps, (long long)global);
     return TF_OK;
 }
 

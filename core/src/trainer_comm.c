@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "comm_peers.h"
+#include "pipeline_step.h"
 #include "trainer_internal.h"
 #include "tfcore/log.h"
 
@@ -69,16 +70,18 @@ tf_status tf_trainer_comm_init(tf_trainer *t, tf_error *err)
         if (!(trace = fopen(path, "w")))
             return tf_error_set(err, TF_ERR_RUNTIME, "TFCORE_TRACE_COMM: cannot open %s", path);
     }
-    if (!t->root_only &&
+    /* a pipeline stage owns its gradients: no all-reduce of them (one replica) */
+    if (!t->root_only && t->plan->pipeline.stages <= 1 &&
         (st = tf_grad_buckets_init(&t->buckets, t->cvt, t->comm, t->buf.grads, t->buf.n, t->plan->comm.bucket_mb,
                                    trace, err)))
         return st;
     t->buckets.rec = t->rec;
-    if (t->root_only && trace) fclose(trace);
-    st = t->bvt->alloc(t->be, TF_COMM_SCRATCH_BYTES, TF_MEM_DEVICE, &t->comm_scratch, err);
+    if ((t->root_only || t->plan->pipeline.stages > 1) && trace) fclose(trace);
+    if ((st = t->bvt->alloc(t->be, TF_COMM_SCRATCH_BYTES, TF_MEM_DEVICE, &t->comm_scratch, err))) return st;
     /* ranks no launcher on this machine watches (mpirun across machines, srun) */
-    if (!st && w->mode == TF_LAUNCH_EXTERNAL && w->world > 1 && !w->recorder) st = start_peers(t, err);
-    return st;
+    if (w->mode == TF_LAUNCH_EXTERNAL && w->world > 1 && !w->recorder && (st = start_peers(t, err)))
+        return st;
+    return t->plan->pipeline.stages > 1 ? tf_pipeline_setup(t, err) : TF_OK;
 }
 
 void tf_trainer_comm_finalize(tf_trainer *t)

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pipeline_step.h"
 #include "trainer_internal.h"
 #include "tfcore/log.h"
 
@@ -56,6 +57,11 @@ tf_status tf_trainer_evaluate(tf_trainer *t, double epoch, tf_metrics *out, tf_e
     double t0 = tf_now();
     size_t rows = t->dvt->num_rows(t->ds, TF_SPLIT_EVAL);
     if (rows == 0) return tf_error_set(err, TF_ERR_DATA, "evaluation asked for, but the dataset has no eval rows");
+    /* a pipeline evaluates the whole model on every rank: its stages' parameters gathered first */
+    if (t->pipe) {
+        tf_status gst = tf_pipeline_gather(t, err);
+        if (gst) return gst;
+    }
     size_t B = (size_t)t->args->per_device_eval_batch_size;
     float *logits = NULL;
     void *staging = NULL;

@@ -43,6 +43,11 @@ tf_status tf_trainer_reduce_to_root(tf_trainer *t, tf_error *err);
 tf_status tf_trainer_step(tf_trainer *t, tf_sampler *s, const tf_lr_schedule *lrs, int64_t step_in_epoch,
                           double *step_loss, double *lr, double *norm, bool *skipped, tf_error *err);
 
+/* After the step's gradients are complete (and reduced): unscale, agree on
+ * overflow, clip, AdamW (or Adafactor) over t->segs, zero_grad. */
+tf_status tf_trainer_optimizer_step(tf_trainer *t, const tf_lr_schedule *lrs, double *lr_used, double *norm,
+                                    bool *skipped, tf_error *err);
+
 /* optim "adafactor" (trainer_adafactor.c): the tensor list and zeroed state
  * (setup), one step at lr with the 1-based step count, and freeing them. */
 tf_status tf_trainer_adafactor_setup(tf_trainer *t, tf_error *err);

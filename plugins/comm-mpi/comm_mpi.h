@@ -60,8 +60,14 @@ typedef struct cm_host_buffer {
     size_t bytes;
 } cm_host_buffer;
 
+/* What a request does: an all-reduce (allreduce_start) or one side of a
+ * point-to-point message (send / recv, ABI 1.4). */
+typedef enum cm_request_kind { CM_REQ_ALLREDUCE = 0, CM_REQ_SEND = 1, CM_REQ_RECV = 2 } cm_request_kind;
+
 struct tf_comm_request {
     tf_comm_request *next, *prev; /* in the comm's pool (FIFO) or in-flight list */
+    cm_request_kind kind;
+    int peer;                     /* send / recv: the other rank */
     void *buf;                    /* [count] dt, backend memory (the caller's) */
     size_t count;
     tf_dtype dt;
@@ -71,7 +77,7 @@ struct tf_comm_request {
     cm_host_buffer stage;         /* [count] dt, pinned host; reused across steps */
     MPI_Request *chunks;          /* [nchunks] one MPI request per chunk */
     size_t nchunks, chunks_cap;
-    double t_start;               /* cm_now() at allreduce_start (the timeout counts from it) */
+    double t_start;               /* cm_now() at the start (the timeout counts from it) */
     bool complete;                /* every chunk finished (or failed) */
     int mpi_rc;                   /* first MPI error of the chunks, MPI_SUCCESS if none */
 };
@@ -144,6 +150,12 @@ tf_status cm_divide(tf_comm *c, void *buf, bool host, size_t count, tf_dtype dt,
 tf_status cm_allreduce_start(tf_comm *c, void *buf, size_t count, tf_dtype dt, tf_reduce_op op,
                              tf_comm_request **req, tf_error *err);
 tf_status cm_wait(tf_comm *c, tf_comm_request *req, tf_error *err);
+/* The pool and in-flight lists (cm_lock held). */
+tf_comm_request *cm_request_get(tf_comm *c);
+void cm_request_inflight(tf_comm *c, tf_comm_request *r);
+void cm_request_release(tf_comm *c, tf_comm_request *r);
+/* Test every pending request once (cm_lock held). */
+void cm_test_inflight(tf_comm *c);
 /* Progress thread start/stop, and freeing the request pool at finalize. */
 tf_status cm_progress_start(tf_comm *c, long long interval_us, tf_error *err);
 void cm_progress_stop(tf_comm *c);
@@ -159,6 +171,12 @@ double cm_now(void);
 /* comm.timeout_s + TF_COMM_TIMEOUT_GRACE_S (tfcore/comm.h) after a collective's start. */
 #define CM_TIMEOUT_GRACE_S TF_COMM_TIMEOUT_GRACE_S
 tf_status cm_poll(tf_comm *c, MPI_Request *reqs, int n, double deadline, const char *what, tf_error *err);
+
+/* mpi_p2p.c: point-to-point messages (ABI 1.4), completed by cm_wait. */
+tf_status cm_send(tf_comm *c, const void *buf, size_t count, tf_dtype dt, int peer,
+                  tf_comm_request **req, tf_error *err);
+tf_status cm_recv(tf_comm *c, void *buf, size_t count, tf_dtype dt, int peer,
+                  tf_comm_request **req, tf_error *err);
 
 /* mpi_blocking.c */
 tf_status cm_reduce(tf_comm *c, void *buf, size_t count, tf_dtype dt, tf_reduce_op op, int root,

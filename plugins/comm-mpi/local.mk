@@ -19,6 +19,7 @@ plugins_comm_mpi_tfcore_comm_mpi_la_SOURCES = \
 	plugins/comm-mpi/mpi_buffers.c \
 	plugins/comm-mpi/mpi_allreduce.c \
 	plugins/comm-mpi/mpi_poll.c \
+	plugins/comm-mpi/mpi_p2p.c \
 	plugins/comm-mpi/mpi_blocking.c
 plugins_comm_mpi_tfcore_comm_mpi_la_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
 # `omp simd` on the AVG division works with or without OpenMP.

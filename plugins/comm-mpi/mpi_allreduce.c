@@ -41,7 +41,7 @@ static void list_remove(tf_comm_request **head, tf_comm_request **tail, tf_comm_
     r->next = r->prev = NULL;
 }
 
-static tf_comm_request *request_get(tf_comm *c)
+tf_comm_request *cm_request_get(tf_comm *c)
 {
     tf_comm_request *r = c->pool_head;
     if (r) {
@@ -53,8 +53,24 @@ static tf_comm_request *request_get(tf_comm *c)
     return r;
 }
 
+void cm_request_inflight(tf_comm *c, tf_comm_request *r)
+{
+    list_push_tail(&c->inflight_head, &c->inflight_tail, r);
+    if (r->nchunks == 0) {
+        r->complete = true;
+    } else {
+        c->pending++;
+        if (c->progress_running) pthread_cond_signal(&c->progress_wake);
+    }
+}
+
+void cm_request_release(tf_comm *c, tf_comm_request *r)
+{
+    list_push_tail(&c->pool_head, &c->pool_tail, r);
+}
+
 /* Test every pending request once (this is what moves Open MPI's schedules on). */
-static void test_inflight(tf_comm *c)
+void cm_test_inflight(tf_comm *c)
 {
     for (tf_comm_request *r = c->inflight_head; r && c->pending; r = r->next) {
         if (r->complete) continue;
@@ -85,7 +101,7 @@ static void *progress_main(void *arg)
             pthread_cond_wait(&c->progress_wake, &cm_lock);
             continue;
         }
-        test_inflight(c);
+        cm_test_inflight(c);
         pthread_mutex_unlock(&cm_lock);
         nanosleep(&nap, NULL);
         pthread_mutex_lock(&cm_lock);
@@ -174,13 +190,15 @@ tf_status cm_allreduce_start(tf_comm *c, void *buf, size_t count, tf_dtype dt, t
     size_t bytes = count * esize;
 
     pthread_mutex_lock(&cm_lock);
-    tf_comm_request *r = request_get(c);
+    tf_comm_request *r = cm_request_get(c);
     if (!r) {
         pthread_mutex_unlock(&cm_lock);
         return cm_fail(c, err, "allreduce_start: out of memory for a request");
     }
     pthread_mutex_unlock(&cm_lock);
 
+    r->kind = CM_REQ_ALLREDUCE;
+    r->peer = -1;
     r->buf = buf;
     r->count = count;
     r->dt = dt;
@@ -209,14 +227,8 @@ tf_status cm_allreduce_start(tf_comm *c, void *buf, size_t count, tf_dtype dt, t
         pthread_mutex_unlock(&cm_lock);
         return st;
     }
-    list_push_tail(&c->inflight_head, &c->inflight_tail, r);
-    if (r->nchunks == 0) {
-        r->complete = true;
-    } else {
-        c->pending++;
-        if (c->progress_running) pthread_cond_signal(&c->progress_wake);
-    }
-    if (!st) test_inflight(c); /* progress for this and earlier buckets */
+    cm_request_inflight(c, r);
+    if (!st) cm_test_inflight(c); /* progress for this and earlier buckets */
     pthread_mutex_unlock(&cm_lock);
     if (st) return st; /* started chunks stay in flight; see start_chunks */
     *req = r;
@@ -236,7 +248,11 @@ tf_status cm_wait(tf_comm *c, tf_comm_request *r, tf_error *err)
     }
     if (!r->complete) {
         char what[96];
-        snprintf(what, sizeof what, "all-reduce of %zu %s", r->count, tf_dtype_name(r->dt));
+        if (r->kind == CM_REQ_ALLREDUCE)
+            snprintf(what, sizeof what, "all-reduce of %zu %s", r->count, tf_dtype_name(r->dt));
+        else
+            snprintf(what, sizeof what, "%s of %zu %s %s rank %d", r->kind == CM_REQ_SEND ? "send" : "receive",
+                     r->count, tf_dtype_name(r->dt), r->kind == CM_REQ_SEND ? "to" : "from", r->peer);
         tf_error perr = {0};
         double deadline = r->t_start + c->timeout_s + CM_TIMEOUT_GRACE_S;
         tf_status pst = cm_poll(c, r->chunks, (int)r->nchunks, deadline, what, &perr);
@@ -257,9 +273,17 @@ tf_status cm_wait(tf_comm *c, tf_comm_request *r, tf_error *err)
 
     tf_status st = TF_OK;
     if (r->mpi_rc != MPI_SUCCESS) {
-        st = cm_mpi_fail(c, err, r->mpi_rc, "MPI_Iallreduce of %zu %s (%s)", r->count,
-                         tf_dtype_name(r->dt), op_name(r->op));
-    } else if (r->count) {
+        if (r->kind == CM_REQ_ALLREDUCE)
+            st = cm_mpi_fail(c, err, r->mpi_rc, "MPI_Iallreduce of %zu %s (%s)", r->count,
+                             tf_dtype_name(r->dt), op_name(r->op));
+        else
+            st = cm_mpi_fail(c, err, r->mpi_rc, "%s of %zu %s %s rank %d",
+                             r->kind == CM_REQ_SEND ? "MPI_Isend" : "MPI_Irecv", r->count,
+                             tf_dtype_name(r->dt), r->kind == CM_REQ_SEND ? "to" : "from", r->peer);
+    } else if (r->kind == CM_REQ_RECV) {
+        if (r->count && r->path == CM_PATH_STAGED)
+            st = cm_to_device(c, r->buf, r->stage.ptr, r->count * tf_dtype_size(r->dt), "recv", err);
+    } else if (r->kind == CM_REQ_ALLREDUCE && r->count) { /* a send has nothing left to do */
         size_t bytes = r->count * tf_dtype_size(r->dt);
         bool on_host = r->path != CM_PATH_CUDA_AWARE;
         if (r->op == TF_REDUCE_AVG) st = cm_divide(c, r->mpi_buf, on_host, r->count, r->dt, "wait", err);

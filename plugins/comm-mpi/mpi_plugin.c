@@ -287,6 +287,8 @@ static const tf_comm_vtable mpi_vtable = {
     .broadcast = cm_broadcast,
     .barrier = cm_barrier,
     .abort = mpi_abort,
+    .send = cm_send,
+    .recv = cm_recv,
 };
 
 TF_PLUGIN_DEFINE(TF_KIND_COMM, CM_PLUGIN_NAME, CM_PLUGIN_VERSION,

@@ -213,6 +213,11 @@ struct tf_model {
     tf_attention_desc attn;       /* of the last forward */
     /* state of the last forward */
     bool have_forward, have_loss;
+    /* the layers [stage_first, stage_end) the last forward ran (all of them
+     * but for a pipeline stage, ABI 1.4) and layer stage_first's input when
+     * the stage does not start with the embeddings (the caller's buffer) */
+    int stage_first, stage_end;
+    const void *stage_in;
     int rows, seq;
     const int32_t *batch_ids, *batch_types, *batch_mask, *batch_labels; /* backend memory */
     bool train;                   /* the last forward was a training one */
@@ -249,6 +254,18 @@ tf_status bert_forward(tf_model *m, const tf_batch *b, bool train, tf_model_outp
                        tf_error *err);
 tf_status bert_backward(tf_model *m, float loss_scale, tf_grads_ready_fn ready, void *user,
                         tf_error *err);
+/* A pipeline stage (ABI 1.4): forward of layers [first, end)
+ * from act_in (first > 0) or the embeddings, into act_out (end < L) or the
+ * head; backward of the last forward from grad_out (end < L) or the loss,
+ * writing the input's gradient to grad_in (first > 0). bert_forward and
+ * bert_backward are the whole model: first 0, end L. */
+tf_status bert_forward_stage(tf_model *m, int first, int end, const tf_batch *b, const void *act_in,
+                             void *act_out, bool train, tf_model_output *out, tf_error *err);
+tf_status bert_backward_stage(tf_model *m, const void *grad_out, void *grad_in, float loss_scale,
+                              tf_grads_ready_fn ready, void *user, tf_error *err);
+/* Encoder layer l's input: the stage's act_in for its first layer, else the
+ * layer before's output (the embeddings' for layer 0). */
+const void *bert_layer_input(const tf_model *m, int l);
 /* The batch's mean loss from the per-term means loss[2] (QA: start and end). */
 float bert_batch_loss(const tf_model *m, const float *loss);
 /* The arena: with base NULL only the size is computed. */

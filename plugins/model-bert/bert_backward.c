@@ -111,7 +111,7 @@ static tf_status bwd_layer(tf_model *m, int l, tf_error *err)
     const tf_backend_vtable *bk = m->bk;
     const size_t NH = (size_t)N * H;
     const float ph = (float)c->hidden_dropout;
-    const void *in = l ? x->layer[l - 1].out : x->emb_out;
+    const void *in = bert_layer_input(m, l);
     void *dA = x->dA, *dB = x->dB, *dC = x->dC;
 
     /* out = LN2(ln1_out + dropout(inter_act · Wo2ᵀ + bo2)) */
@@ -196,12 +196,30 @@ static tf_status bwd_embeddings(tf_model *m, tf_error *err)
 tf_status bert_backward(tf_model *m, float loss_scale, tf_grads_ready_fn ready, void *user,
                         tf_error *err)
 {
+    if (m->have_forward && (m->stage_first != 0 || m->stage_end != m->cfg.num_layers))
+        return tf_error_set(err, TF_ERR_RUNTIME,
+                            "model-bert: backward after the forward of a stage (layers [%d, %d)); use "
+                            "stage_backward",
+                            m->stage_first, m->stage_end);
+    return bert_backward_stage(m, NULL, NULL, loss_scale, ready, user, err);
+}
+
+tf_status bert_backward_stage(tf_model *m, const void *grad_out, void *grad_in, float loss_scale,
+                              tf_grads_ready_fn ready, void *user, tf_error *err)
+{
     if (!m->have_forward)
         return tf_error_set(err, TF_ERR_RUNTIME, "model-bert: backward without a forward");
     if (!m->train)
         return tf_error_set(err, TF_ERR_RUNTIME,
                             "model-bert: backward needs a training forward (train = true)");
-    if (!m->have_loss)
+    const int L = m->cfg.num_layers, first = m->stage_first, end = m->stage_end;
+    const size_t NH = (size_t)m->rows * (size_t)m->seq * (size_t)m->cfg.hidden_size;
+    if ((end < L && !grad_out) || (first > 0 && !grad_in))
+        return tf_error_set(err, TF_ERR_RUNTIME,
+                            "model-bert: backward of the stage of layers [%d, %d) needs %s",
+                            first, end, end < L && !grad_out ? "the gradient of its output (grad_out)"
+                                                              : "a buffer for its input's gradient (grad_in)");
+    if (end == L && !m->have_loss)
         return tf_error_set(err, TF_ERR_RUNTIME,
                             "model-bert: backward needs a forward on a batch with %s",
                             m->cfg.task == TF_TASK_CLASSIFICATION ? "labels"
@@ -209,20 +227,25 @@ tf_status bert_backward(tf_model *m, float loss_scale, tf_grads_ready_fn ready, 
     m->have_forward = false; /* the saved activations are consumed */
     const bert_layout *lay = &m->lay;
     const bool cls = m->cfg.task == TF_TASK_CLASSIFICATION;
-    tf_status st = cls ? bwd_classifier(m, loss_scale, err) : bwd_qa(m, loss_scale, err);
-    if (st != TF_OK) {
-        tf_error_prefix(err, "model-bert: backward %s head",
-                        cls ? "classification" : "question-answering");
-        return st;
+    tf_status st;
+    if (end == L) {
+        st = cls ? bwd_classifier(m, loss_scale, err) : bwd_qa(m, loss_scale, err);
+        if (st != TF_OK) {
+            tf_error_prefix(err, "model-bert: backward %s head",
+                            cls ? "classification" : "question-answering");
+            return st;
+        }
+        announce(ready, user, 0, lay->head_end);
+    } else {
+        /* d of the stage's output, from the next stage, where the layers expect it */
+        BERT_TRY(bert_copy(m, m->acts.dA, grad_out, NH * m->esize, TF_COPY_DEVICE_TO_DEVICE, err));
     }
-    announce(ready, user, 0, lay->head_end);
-    for (int l = m->cfg.num_layers - 1; l >= 0; l--) {
+    for (int l = end - 1; l >= first; l--) {
         /* gradient checkpointing: the layer's activations again, from its
          * input, with the same dropout streams (a pure function of the step
          * and the layer); the last layer's are still there from forward */
-        if (m->grad_ckpt && l < m->cfg.num_layers - 1) {
-            const void *in = l ? m->acts.layer[l - 1].out : m->acts.emb_out;
-            if ((st = bert_fwd_layer(m, l, in, m->batch_mask, err)) != TF_OK) {
+        if (m->grad_ckpt && l < end - 1) {
+            if ((st = bert_fwd_layer(m, l, bert_layer_input(m, l), m->batch_mask, err)) != TF_OK) {
                 tf_error_prefix(err, "model-bert: recomputing layer %d", l);
                 return st;
             }
@@ -233,6 +256,8 @@ tf_status bert_backward(tf_model *m, float loss_scale, tf_grads_ready_fn ready, 
         }
         announce(ready, user, lay->layer[l].begin, lay->layer[l].end);
     }
+    if (first > 0) /* d of the stage's input, for the stage before */
+        return bert_copy(m, grad_in, m->acts.dA, NH * m->esize, TF_COPY_DEVICE_TO_DEVICE, err);
     if ((st = bwd_embeddings(m, err)) != TF_OK) {
         tf_error_prefix(err, "model-bert: backward embeddings");
         return st;

@@ -270,13 +270,35 @@ float bert_batch_loss(const tf_model *m, const float *loss)
     return m->cfg.task == TF_TASK_CLASSIFICATION ? loss[0] : (loss[0] + loss[1]) / 2;
 }
 
+const void *bert_layer_input(const tf_model *m, int l)
+{
+    if (l == m->stage_first && m->stage_in) return m->stage_in;
+    return l ? m->acts.layer[l - 1].out : m->acts.emb_out;
+}
+
 tf_status bert_forward(tf_model *m, const tf_batch *b, bool train, tf_model_output *out,
                        tf_error *err)
+{
+    return bert_forward_stage(m, 0, m->cfg.num_layers, b, NULL, NULL, train, out, err);
+}
+
+tf_status bert_forward_stage(tf_model *m, int first, int end, const tf_batch *b, const void *act_in,
+                             void *act_out, bool train, tf_model_output *out, tf_error *err)
 {
     m->have_forward = false;
     m->loss_known = false;
     BERT_TRY(check_batch(m, b, err));
     const bert_config *c = &m->cfg;
+    const int L = c->num_layers;
+    if (first < 0 || end > L || (L > 0 && first >= end) || (first > 0 && !act_in) || (end < L && !act_out))
+        return tf_error_set(err, TF_ERR_RUNTIME,
+                            "model-bert: stage of layers [%d, %d) with%s input and%s output buffer; the "
+                            "model has %d layers (0 <= first < end <= %d, an input when first > 0, an "
+                            "output when end < %d)",
+                            first, end, act_in ? "" : " no", act_out ? "" : " no", L, L, L);
+    m->stage_first = first;
+    m->stage_end = end;
+    m->stage_in = first > 0 ? act_in : NULL;
     m->rows = b->rows;
     m->seq = b->seq;
     m->train = train;
@@ -294,7 +316,7 @@ tf_status bert_forward(tf_model *m, const tf_batch *b, bool train, tf_model_outp
     if (m->wcompute != (void *)m->params)
         BERT_TRY(m->bk->cast(m->be, NULL, m->params, TF_DTYPE_F32, m->wcompute, m->dt, m->lay.n,
                              err));
-    tf_status st = fwd_embeddings(m, b, err);
+    tf_status st = first == 0 ? fwd_embeddings(m, b, err) : TF_OK;
     if (st != TF_OK) {
         tf_error_prefix(err, "model-bert: embeddings");
         return st;
@@ -304,12 +326,23 @@ tf_status bert_forward(tf_model *m, const tf_batch *b, bool train, tf_model_outp
     m->batch_types = b->token_type_ids ? b->token_type_ids : m->acts.zeros;
     m->batch_mask = mask;
     m->batch_labels = b->labels;
-    for (int l = 0; l < c->num_layers; l++) {
-        const void *in = l ? m->acts.layer[l - 1].out : m->acts.emb_out;
-        if ((st = bert_fwd_layer(m, l, in, mask, err)) != TF_OK) {
+    for (int l = first; l < end; l++) {
+        if ((st = bert_fwd_layer(m, l, bert_layer_input(m, l), mask, err)) != TF_OK) {
             tf_error_prefix(err, "model-bert: layer %d", l);
             return st;
         }
+    }
+    if (end < L) { /* a stage before the last: its output is the next one's input */
+        BERT_TRY(bert_copy(m, act_out, m->acts.layer[end - 1].out,
+                           (size_t)b->rows * (size_t)b->seq * (size_t)c->hidden_size * m->esize,
+                           TF_COPY_DEVICE_TO_DEVICE, err));
+        m->have_loss = false;
+        m->loss_pending = false;
+        m->last_loss = 0;
+        *out = (tf_model_output){.loss = 0, .logits = NULL, .logits_dtype = m->dt, .rows = b->rows, .cols = 0};
+        m->have_forward = true;
+        m->loss_known = true;
+        return TF_OK;
     }
     st = c->task == TF_TASK_CLASSIFICATION ? fwd_classifier(m, b, err) : fwd_qa(m, b, err);
     if (st != TF_OK) {

@@ -417,6 +417,31 @@ static tf_status bert_read_loss(tf_model *m, float *loss, tf_error *err)
     return TF_OK;
 }
 
+/* The flat layout puts the head first, then layers L-1 .. 0, then the
+ * embeddings (bert.h), so the stage of layers [first, end) owns one run:
+ * from the head (end == L) or layer end-1's start, to the end of layer
+ * first's block or of the buffer (first == 0). Out-of-range layers give an
+ * empty range. */
+static void bert_stage_params(tf_model *m, int first, int end, size_t *offset, size_t *count)
+{
+    const bert_layout *lay = &m->lay;
+    const int L = m->cfg.num_layers;
+    if (first < 0 || end > L || first >= end) {
+        *offset = *count = 0;
+        return;
+    }
+    size_t begin = end == L ? 0 : lay->layer[end - 1].begin;
+    size_t stop = first == 0 ? lay->n : lay->layer[first].end;
+    *offset = begin;
+    *count = stop - begin;
+}
+
+static tf_status bert_stage_backward_slot(tf_model *m, const void *grad_out, void *grad_in,
+                                          float loss_scale, tf_error *err)
+{
+    return bert_backward_stage(m, grad_out, grad_in, loss_scale, NULL, NULL, err);
+}
+
 static const tf_model_vtable bert_vtable = {
     .size = TF_VTABLE_SIZE(tf_model_vtable),
     .check_config = bert_check_config,
@@ -434,6 +459,9 @@ static const tf_model_vtable bert_vtable = {
     .read_loss = bert_read_loss,
     .set_rows = bert_set_rows,
     .memory = bert_memory,
+    .stage_params = bert_stage_params,
+    .stage_forward = bert_forward_stage,
+    .stage_backward = bert_stage_backward_slot,
 };
 
 TF_PLUGIN_DEFINE(TF_KIND_MODEL, "bert", "1.0.0",

@@ -6,7 +6,8 @@
  * (DDP, MPI) or on the root followed by a parameter broadcast (DataParallel)
  * is its call too.
  *
- * ABI 1.1 (abort appended). New slots are appended at the end and read through TF_HAS().
+ * ABI 1.1 (abort appended); ABI 1.4 (send, recv appended). New slots are
+ * appended at the end and read through TF_HAS().
  */
 #ifndef TFCORE_COMM_H
 #define TFCORE_COMM_H
@@ -101,6 +102,20 @@ typedef struct tf_comm_vtable {
      * (with an error) or end its process, so the job stops instead of hanging
      * in a collective. May be called from any thread of the failing worker. */
     void (*abort)(tf_comm *c, const char *why);
+
+    /* --- appended in ABI 1.4: point-to-point (pipeline stages); optional, read through TF_HAS() */
+    /* Start sending buf[count] dt (backend memory, read until wait returns:
+     * not to be written before) to rank peer, or start receiving
+     * buf[count] dt (backend memory, valid once wait returns) from rank peer.
+     * Messages from one rank to another arrive in the order they were sent;
+     * count and dt must match the peer's. Complete each with wait, which
+     * fails rather than waits longer than comm.timeout_s (+ the grace) from
+     * the start. Several may be in flight, in both directions, so a rank can
+     * start a send and then wait in a receive without deadlocking. */
+    tf_status (*send)(tf_comm *c, const void *buf, size_t count, tf_dtype dt, int peer,
+                      tf_comm_request **req, tf_error *err);
+    tf_status (*recv)(tf_comm *c, void *buf, size_t count, tf_dtype dt, int peer,
+                      tf_comm_request **req, tf_error *err);
 } tf_comm_vtable;
 
 #ifdef __cplusplus

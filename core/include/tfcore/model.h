@@ -6,8 +6,9 @@
  *
  * ABI 1.2 (read_loss, tf_model_create_args.defer_loss and
  * .label_smoothing_factor appended); ABI 1.3 (set_rows, memory,
- * .gradient_checkpointing appended). New slots are appended at the end and
- * read through TF_HAS().
+ * .gradient_checkpointing appended); ABI 1.4 (stage_params, stage_forward,
+ * stage_backward appended: pipeline stages). New slots are appended at the
+ * end and read through TF_HAS().
  */
 #ifndef TFCORE_MODEL_H
 #define TFCORE_MODEL_H
@@ -165,6 +166,39 @@ typedef struct tf_model_vtable {
     /* The model's backend memory by category (tf_model_memory), as it stands
      * (activations: after reserve). */
     void (*memory)(tf_model *m, tf_model_memory *out);
+    /* --- appended in ABI 1.4: pipeline stages; optional, read through TF_HAS() --- */
+    /* A stage runs the encoder layers [first, end) (0 <= first < end <=
+     * num_layers): with the embeddings when first == 0, with the head (and the
+     * loss) when end == num_layers. Between two stages passes the boundary
+     * activation, the hidden states [rows, seq, hidden_size] in the compute
+     * dtype (tf_model_create_args.compute_dtype), and backward its gradient
+     * of the same shape. A model that has these slots runs one stage
+     * exactly as the same layers of forward / backward (the same dropout
+     * masks: set_rows / set_step apply), so stages chained give forward's
+     * and backward's results.
+     *
+     * The flat range [*offset, *offset + *count) of the parameter (and
+     * gradient) buffer that stage [first, end) owns; the ranges of a
+     * partition of the layers are disjoint and cover the buffer. */
+    void (*stage_params)(tf_model *m, int first, int end, size_t *offset, size_t *count);
+    /* Forward of stage [first, end) on a batch in backend memory (every
+     * stage reads its attention mask; the first its ids, the last its
+     * labels). first > 0: the stage's input is act_in (backend memory,
+     * read again by stage_backward: keep it unchanged until then); first ==
+     * 0: act_in is unused. end == num_layers: out is forward's (loss,
+     * logits; defer_loss and read_loss as forward); else the last layer's
+     * output is copied to act_out (backend memory) and out gets loss 0 and
+     * no logits. */
+    tf_status (*stage_forward)(tf_model *m, int first, int end, const tf_batch *dev_batch,
+                               const void *act_in, void *act_out, bool train, tf_model_output *out,
+                               tf_error *err);
+    /* Backward of the last stage_forward: from the loss (times loss_scale,
+     * as backward) when the stage ends the model, else from grad_out, the
+     * gradient of act_out. A stage with first > 0 writes the gradient of
+     * act_in to grad_in (backend memory); the stage's parameter gradients
+     * accumulate, as backward's. */
+    tf_status (*stage_backward)(tf_model *m, const void *grad_out, void *grad_in, float loss_scale,
+                                tf_error *err);
 } tf_model_vtable;
 
 #ifdef __cplusplus

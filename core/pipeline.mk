@@ -1,0 +1,32 @@
+# core/pipeline.mk — pipeline parallelism (#19, core/src/pipeline.h): the
+# pipeline section, the GPipe / 1F1B schedules and their simulation, the
+# balanced split of the layers (pure, tests/test_pipeline.c), and a stage's
+# step in the trainer (pipeline_step.c, end to end in tests/test_pipeline_mpi.sh).
+core_libtfcore_runtime_la_SOURCES += \
+	core/src/pipeline.h \
+	core/src/pipeline_config.c \
+	core/src/pipeline_schedule.c \
+	core/src/pipeline_partition.c \
+	core/src/pipeline_plan.c \
+	core/src/pipeline_step.c core/src/pipeline_step.h
+
+if HAVE_CHECK
+check_PROGRAMS += tests/test_pipeline
+tests_test_pipeline_SOURCES = tests/test_pipeline.c
+tests_test_pipeline_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_test_pipeline_LDADD = $(TEST_LDADD)
+TESTS += tests/test_pipeline
+endif
+
+# End to end under mpirun (skipped without the mpi comm plugin), with
+# comm-mpi cut to the ABI 1.3 vtable (tests/abi13/) for the refusal of a
+# comm plugin without send/recv.
+TESTS += tests/test_pipeline_mpi.sh
+EXTRA_DIST += tests/test_pipeline_mpi.sh
+if HAVE_MPI
+check_LTLIBRARIES += tests/abi13/tfcore-comm-mpi13.la
+tests_abi13_tfcore_comm_mpi13_la_SOURCES = tests/abi13/comm_mpi_abi13.c
+tests_abi13_tfcore_comm_mpi13_la_CPPFLAGS = $(AM_CPPFLAGS) \
+	-DCOMM_MPI_SO='"$(abs_top_builddir)/plugins/comm-mpi/.libs/tfcore-comm-mpi.so"'
+tests_abi13_tfcore_comm_mpi13_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
+endif
