@@ -7,7 +7,8 @@
 #                         tests_test_foo_CPPFLAGS = $(TEST_CPPFLAGS)
 #                         tests_test_foo_LDADD = $(TEST_LDADD)
 #                         TESTS += tests/test_foo
-TEST_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/core/src $(CHECK_CFLAGS) \
+TEST_CPPFLAGS = $(AM_CPPFLAGS) $(CHECK_CFLAGS) -I$(top_srcdir)/core/sdk \
+	-I$(top_srcdir)/core/runtime -I$(top_srcdir)/core/cli \
 	$(LIBCONFIG_CFLAGS) $(JANSSON_CFLAGS) $(UTF8PROC_CFLAGS)
 TEST_LDADD = $(TFCORE_RUNTIME_LIBS) $(CHECK_LIBS) $(JANSSON_LIBS) $(LIBCONFIG_LIBS) $(UTF8PROC_LIBS)
 
