@@ -93,6 +93,7 @@ bin_PROGRAMS += core/tfcore
 core_tfcore_SOURCES = \
 	core/cli/cli_main.c core/cli/cli.h \
 	core/cli/cli_error.c \
+	core/cli/cli_launch.c core/cli/cli_launch.h \
 	core/cli/cli_plugins.c \
 	core/cli/cli_train.c \
 	core/cli/cli_bench.c \

@@ -17,23 +17,35 @@
 
 #include "plan.h"
 
-/* Run the job. argv is the verb's command line (argv[0] = "train" or
- * "eval"), used as is to re-execute tfcore for each worker. On failure err says which rank failed and why;
- * err->msg is left empty when that line was already printed (by a worker
- * that printed its own error before stopping the job). The workers' process
- * catches SIGTERM, SIGINT and SIGUSR1 (stop_signal.h); a launcher process
- * passes them on to its workers. A run stopped so returns TF_OK with
- * tf_stop_was_stopped() true. */
-tf_status tf_launch_train(const tf_plan *plan, int argc, char **argv, tf_error *err);
+/* What the caller (the CLI) decides for the launcher: the program and command
+ * line each worker process runs, and the advice added to an error. */
+typedef struct tf_launch_cmd {
+    /* The program a worker process executes, into out[n] (the tfcore CLI:
+     * its own executable); asked only when workers are started as processes
+     * (comm nccl) or under mpirun (comm mpi). */
+    tf_status (*program)(char *out, size_t n, tf_error *err);
+    /* Its arguments: the verb's command line (argv[0] = "train" or "eval"). */
+    int argc;
+    char **argv;
+    /* Appends advice to err, the error of a job that needs more devices than
+     * this machine has (the CLI: a config of config_file's folder that runs on
+     * the CPU); NULL for none. */
+    void (*short_of_devices)(const char *config_file, tf_error *err);
+} tf_launch_cmd;
+
+/* Run the job, starting worker processes with cmd. On failure err says which
+ * rank failed and why; err->msg is left empty when that line was already
+ * printed (by a worker that printed its own error before stopping the job).
+ * The workers' process catches SIGTERM, SIGINT and SIGUSR1 (stop_signal.h); a
+ * launcher process passes them on to its workers. A run stopped so returns
+ * TF_OK with tf_stop_was_stopped() true. */
+tf_status tf_launch_train(const tf_plan *plan, const tf_launch_cmd *cmd, tf_error *err);
 
 /* Whether the backend has a device for each worker this job starts on this
  * machine (a backend without a device_count slot, or backend-cpu, always
  * has; ranks mpirun places on other hosts are not counted); else one line
- * naming the config, the counts and a CPU config that runs here. */
-tf_status tf_launch_check_devices(const tf_plan *plan, tf_error *err);
-
-/* Append "; on this machine run conf/cpu_dp2.cfg instead" to err when a
- * config of config_file's folder runs on the CPU (and is not config_file). */
-void tf_launch_hint_cpu_config(const char *config_file, tf_error *err);
+ * naming the config and the counts, with cmd's short_of_devices advice (cmd
+ * may be NULL). */
+tf_status tf_launch_check_devices(const tf_plan *plan, const tf_launch_cmd *cmd, tf_error *err);
 
 #endif
