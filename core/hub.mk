@@ -3,7 +3,7 @@
 # Tests: tests/test_hub.sh against tests/hub_server.py (loopback only),
 # wired in tests/local.mk; fuzz target tests/fuzz/fuzz_hub_parse.c.
 
-core_libtfcore_la_SOURCES += core/sdk/hub_internal.h core/sdk/hub_parse.c \
+core_libtfcore_la_SOURCES += core/sdk/hub_internal.h core/sdk/hub_parse.c core/sdk/hub_resolve.c \
 	core/sdk/hub_cache.c core/sdk/hub_download.c
 pkginclude_HEADERS += core/include/tfcore/hub.h
 core_tfcore_SOURCES += core/cli/cli_download.c

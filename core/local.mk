@@ -61,8 +61,8 @@ core_libtfcore_runtime_la_SOURCES = \
 	core/runtime/trainer_adafactor.c \
 	core/runtime/trainer_memory.c \
 	core/runtime/trainer_state.c core/runtime/trainer_state.h \
-	core/runtime/run_output.c \
-	core/runtime/run_log_resume.c \
+	core/runtime/trainer_run_output.c \
+	core/runtime/trainer_run_log_resume.c \
 	core/runtime/trainer_output_dir.c
 core_libtfcore_runtime_la_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DTF_PLUGIN_DIR='"$(plugindir)"' $(LIBCONFIG_CFLAGS) $(JANSSON_CFLAGS)

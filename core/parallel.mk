@@ -8,7 +8,7 @@ core_libtfcore_runtime_la_SOURCES += \
 	core/runtime/worker.h \
 	core/runtime/launch.c core/runtime/launch.h \
 	core/runtime/stop_signal.c core/runtime/stop_signal.h \
-	core/runtime/preflight.c core/runtime/preflight.h \
+	core/runtime/trainer_preflight.c core/runtime/trainer_preflight.h \
 	core/runtime/trainer_comm.c \
 	core/runtime/grad_buckets.c core/runtime/grad_buckets.h \
 	core/runtime/comm_recorder.c core/runtime/comm_recorder.h

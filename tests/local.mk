@@ -28,6 +28,9 @@ EXTRA_DIST += tests/test_plugin_template.sh
 # libtfcore.so exports exactly what the public headers declare (the SDK)
 TESTS += tests/test_exports.sh
 EXTRA_DIST += tests/test_exports.sh
+# core/sdk, core/runtime, core/cli depend one way, and nothing loops
+TESTS += tests/test_layout.sh
+EXTRA_DIST += tests/test_layout.sh
 
 check_PROGRAMS += tests/test_schedule
 tests_test_schedule_SOURCES = tests/test_schedule.c

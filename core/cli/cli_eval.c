@@ -20,6 +20,7 @@
 #include "cli_launch.h"
 #include "launch.h"
 #include "plan.h"
+#include "stack.h"
 
 static void usage(FILE *out)
 {
@@ -93,7 +94,7 @@ int tf_cli_eval(int argc, char **argv)
         goto out;
     }
     if (dry_run) {
-        if (tf_launch_check_devices(&plan, &cmd, &err) || tf_plan_check_precision(&plan, &err)) {
+        if (tf_launch_check_devices(&plan, &cmd, &err) || tf_stack_check_precision(&plan, &err)) {
             rc = tf_cli_fail(&err);
         } else {
             printf("# tfcore eval --dry-run: %s resolved; every plugin and key checked\n", config);

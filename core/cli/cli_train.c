@@ -8,6 +8,7 @@
 #include "stop_signal.h"
 #include "launch.h"
 #include "plan.h"
+#include "stack.h"
 
 static void usage(FILE *out)
 {
@@ -63,7 +64,7 @@ int tf_cli_train(int argc, char **argv)
         goto out;
     }
     if (dry_run) {
-        if (tf_launch_check_devices(&plan, &cmd, &err) || tf_plan_check_precision(&plan, &err)) {
+        if (tf_launch_check_devices(&plan, &cmd, &err) || tf_stack_check_precision(&plan, &err)) {
             rc = tf_cli_fail(&err);
             tf_plan_free(&plan);
             goto out;

@@ -2,7 +2,6 @@
 #include <string.h>
 
 #include "plan.h"
-#include "stack.h"
 #include "tfcore/backend.h"
 #include "tfcore/comm.h"
 #include "tfcore/dataset.h"
@@ -186,13 +185,4 @@ void tf_plan_print_plugins(const tf_plan *plan, FILE *out)
         else if (k == TF_KIND_COMM)
             fprintf(out, "#   %-9s (none: one worker)\n", tf_kind_name(k));
     }
-}
-
-tf_status tf_plan_check_precision(const tf_plan *plan, tf_error *err)
-{
-    tf_stack s;
-    tf_stack_options o = {.device = 0, .threads = 1, .with_model = false};
-    tf_status st = tf_stack_open(&s, plan, &o, err);
-    tf_stack_close(&s);
-    return st;
 }

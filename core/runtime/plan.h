@@ -53,10 +53,6 @@ tf_status tf_plan_resolve_for(tf_plan *plan, const char *config_file, char *cons
                               const char *const *unsets, size_t nunsets, bool data_optional, tf_error *err);
 void tf_plan_free(tf_plan *plan);
 
-/* Open the backend (device 0) and create the precision, to check the backend
- * can compute in that precision (`--dry-run`; a run checks it at setup). */
-tf_status tf_plan_check_precision(const tf_plan *plan, tf_error *err);
-
 /* Human-readable summary of the plugins chosen, as libconfig comments. */
 void tf_plan_print_plugins(const tf_plan *plan, FILE *out);
 

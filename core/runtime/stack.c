@@ -56,3 +56,12 @@ void tf_stack_close(tf_stack *s)
     if (s->backend.h) s->backend.vt->close(s->backend.h);
     memset(s, 0, sizeof *s);
 }
+
+tf_status tf_stack_check_precision(const tf_plan *plan, tf_error *err)
+{
+    tf_stack s;
+    tf_stack_options o = {.device = 0, .threads = 1, .with_model = false};
+    tf_status st = tf_stack_open(&s, plan, &o, err);
+    tf_stack_close(&s);
+    return st;
+}

@@ -55,4 +55,9 @@ tf_status tf_stack_open(tf_stack *s, const tf_plan *plan, const tf_stack_options
 /* Close what is open, in reverse order; s is zeroed (closing twice is safe). */
 void tf_stack_close(tf_stack *s);
 
+/* Open the plan's backend (device 0) and create its precision, to check the
+ * backend can compute in that precision (`--dry-run`; a run checks it at
+ * setup), and close them again. */
+tf_status tf_stack_check_precision(const tf_plan *plan, tf_error *err);
+
 #endif

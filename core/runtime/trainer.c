@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include "lr_schedule.h"
-#include "preflight.h"
+#include "trainer_preflight.h"
 #include "sampler.h"
 #include "stop_signal.h"
 #include "trainer.h"
