@@ -1232,7 +1232,7 @@ int main(void)
     rng = seed0 ? seed0 : 1;
     printf("test_backend_cuda_attention: seed %llu (TF_TEST_SEED=%llu repeats this run)\n",
            (unsigned long long)seed0, (unsigned long long)seed0);
-    tf_backend_open_args ga = {sizeof ga, 0, 0, 1234, NULL}, ca = {sizeof ca, 0, 0, 1234, NULL};
+    tf_backend_open_args ga = {sizeof ga, 0, 0, 1234, NULL, 1}, ca = {sizeof ca, 0, 0, 1234, NULL, 1};
     if (gv->open(&ga, &gb, &err) != TF_OK) {
         fprintf(stderr, "test_backend_cuda_attention: opening backend-cuda: %s\n", err.msg);
         tf_registry_free(reg);

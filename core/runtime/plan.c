@@ -135,24 +135,10 @@ tf_status tf_plan_resolve_for(tf_plan *plan, const char *config_file, char *cons
                           plan->plugin[TF_KIND_PRECISION]->desc->name, flag_precision, flag_precision);
         goto fail;
     }
-    plan->comm = (tf_comm_settings){1, 25.0, "", 60.0, TF_COMM_TIMEOUT_DEFAULT};
     plan->config_file = config_file;
-    if (tf_config_has_section(plan->cfg, "comm")) {
-        tf_section *cs = tf_config_section(plan->cfg, "comm");
-        long long ws;
-        if ((st = tf_cfg_int(cs, "world_size", 1, 1, 4096, &ws, err))) goto fail;
-        plan->comm.world_size = (int)ws;
-        if ((st = tf_cfg_float(cs, "bucket_mb", 25.0, 0.001, 65536.0, &plan->comm.bucket_mb, err))) goto fail;
-        if ((st = tf_cfg_string(cs, "mpirun_args", "", &plan->comm.mpirun_args, err))) goto fail;
-        if ((st = tf_cfg_float(cs, "mpirun_start_timeout", 60.0, 1.0, 86400.0, &plan->comm.mpirun_start_timeout, err)))
-            goto fail;
-        /* one key for every comm plugin: the plugins that wait themselves (mpi, nccl) read it
-         * with the same default and bounds */
-        if ((st = tf_cfg_float(cs, "timeout_s", TF_COMM_TIMEOUT_DEFAULT, TF_COMM_TIMEOUT_MIN, TF_COMM_TIMEOUT_MAX,
-                               &plan->comm.timeout_s, err)))
-            goto fail;
-        if ((st = pick_plugin(plan, TF_KIND_COMM, NULL, err))) goto fail;
-    }
+    tf_section *cs = tf_config_has_section(plan->cfg, "comm") ? tf_config_section(plan->cfg, "comm") : NULL;
+    if ((st = tf_comm_settings_read(cs, &plan->comm, err))) goto fail;
+    if (cs && (st = pick_plugin(plan, TF_KIND_COMM, NULL, err))) goto fail;
     if ((st = pick_plugin(plan, TF_KIND_MODEL, NULL, err))) goto fail;
     if ((!data_optional || tf_config_has_section(plan->cfg, "data")) &&
         (st = pick_plugin(plan, TF_KIND_DATASET, NULL, err)))
@@ -164,6 +150,23 @@ tf_status tf_plan_resolve_for(tf_plan *plan, const char *config_file, char *cons
 fail:
     tf_plan_free(plan);
     return st;
+}
+
+tf_status tf_comm_settings_read(tf_section *cs, tf_comm_settings *out, tf_error *err)
+{
+    *out = (tf_comm_settings){1, 25.0, "", 60.0, TF_COMM_TIMEOUT_DEFAULT};
+    if (!cs) return TF_OK;
+    long long ws;
+    tf_status st;
+    if ((st = tf_cfg_int(cs, "world_size", 1, 1, 4096, &ws, err))) return st;
+    out->world_size = (int)ws;
+    if ((st = tf_cfg_float(cs, "bucket_mb", 25.0, 0.001, 65536.0, &out->bucket_mb, err))) return st;
+    if ((st = tf_cfg_string(cs, "mpirun_args", "", &out->mpirun_args, err))) return st;
+    if ((st = tf_cfg_float(cs, "mpirun_start_timeout", 60.0, 1.0, 86400.0, &out->mpirun_start_timeout, err)))
+        return st;
+    /* one key for every comm plugin, passed to it in tf_comm_init_args.timeout_s */
+    return tf_cfg_float(cs, "timeout_s", TF_COMM_TIMEOUT_DEFAULT, TF_COMM_TIMEOUT_MIN, TF_COMM_TIMEOUT_MAX,
+                        &out->timeout_s, err);
 }
 
 void tf_plan_free(tf_plan *plan)

@@ -27,6 +27,11 @@ typedef struct tf_comm_settings {
                                 before the job is stopped (comm_recorder.h) */
 } tf_comm_settings;
 
+/* Read the core's keys of the comm section cs (NULL: none, the defaults of a
+ * single-worker run) into out, with their defaults and bounds. The comm
+ * plugins never read them; drivers that stand in for the core call this. */
+tf_status tf_comm_settings_read(tf_section *cs, tf_comm_settings *out, tf_error *err);
+
 typedef struct tf_plan {
     tf_config *cfg;
     tf_registry *reg;

@@ -23,7 +23,8 @@ tf_status tf_stack_open(tf_stack *s, const tf_plan *plan, const tf_stack_options
     s->backend.vt = bp->desc->vtable;
     s->precision.vt = pp->desc->vtable;
 
-    tf_backend_open_args bo = {sizeof bo, o->device, o->threads, seed, tf_config_section(cfg, "backend")};
+    tf_backend_open_args bo = {sizeof bo, o->device, o->threads, seed, tf_config_section(cfg, "backend"),
+                               o->local_world};
     tf_status st = s->backend.vt->open(&bo, &s->backend.h, err);
     if (st) return st;
     if ((st = s->precision.vt->create(tf_config_section(cfg, "precision"), &s->precision.h, err))) return st;

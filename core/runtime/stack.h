@@ -42,6 +42,7 @@ typedef struct tf_stack {
 typedef struct tf_stack_options {
     int device;                   /* the backend's device index (the worker's local rank) */
     int threads;                  /* the backend's host threads (0: its default) */
+    int local_world;              /* workers sharing this machine's cores (0 or 1: this one alone) */
     bool with_model;              /* false: backend and precision only (the --dry-run check) */
     bool defer_loss;              /* ask for defer_loss when the model has read_loss (tfcore/model.h) */
     float label_smoothing_factor; /* tf_model_create_args' (0 without labels) */
