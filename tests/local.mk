@@ -39,6 +39,12 @@ tests_test_schedule_LDADD = $(TEST_LDADD) -lm
 TESTS += tests/test_schedule
 TESTS += tests/test_cli.sh
 EXTRA_DIST += tests/test_cli.sh
+# what a verb tells the launcher (core/cli/cli_launch.c, compiled in)
+check_PROGRAMS += tests/test_cli_launch
+tests_test_cli_launch_SOURCES = tests/test_cli_launch.c core/cli/cli_launch.c
+tests_test_cli_launch_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_test_cli_launch_LDADD = $(TEST_LDADD)
+TESTS += tests/test_cli_launch
 # TFCORE_REQUIRE_GPU=1: the GPU tests fail instead of skipping, saying why
 # (tests/gpu_backend.sh for the shell tests, tests/gpu_required.h for the C ones).
 TESTS += tests/test_gpu_required.sh
