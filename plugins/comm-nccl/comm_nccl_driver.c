@@ -473,16 +473,16 @@ static int cmd_check_config(const char *plugin, const char *path)
     const tf_plugin *p = load_plugin(plugin, TF_KIND_COMM, &err);
     tf_config *cfg = NULL;
     tf_status st = p ? tf_config_load(&cfg, path, &err) : err.code;
-    if (!st) {
-        /* the core's keys, read (and so known) by the core's own function */
-        tf_section *sec = tf_config_section(cfg, "comm");
-        const char *name = NULL;
-        tf_comm_settings core;
-        st = tf_cfg_string(sec, "plugin", NULL, &name, &err);
-        if (!st) st = tf_comm_settings_read(sec, &core, &err);
-        if (!st) st = ((const tf_comm_vtable *)p->vtable)->check_config(sec, &err);
-        if (!st) st = tf_config_check_unread(cfg, &err);
-    }
+    if (st) goto out;
+    /* the core's keys, read (and so known) by the core's own function */
+    tf_section *sec = tf_config_section(cfg, "comm");
+    const char *name = NULL;
+    tf_comm_settings core;
+    if ((st = tf_cfg_string(sec, "plugin", NULL, &name, &err)) || (st = tf_comm_settings_read(sec, &core, &err)) ||
+        (st = ((const tf_comm_vtable *)p->vtable)->check_config(sec, &err)))
+        goto out;
+    st = tf_config_check_unread(cfg, &err);
+out:
     tf_config_free(cfg);
     if (st) say("%s", err.msg);
     else say("ok");
