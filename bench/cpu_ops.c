@@ -411,7 +411,7 @@ int main(int argc, char **argv)
     int threads = argc > 1 ? atoi(argv[1]) : 0, batch = argc > 2 ? atoi(argv[2]) : 16;
     int seq = argc > 3 ? atoi(argv[3]) : 128;
     vt = tfcore_plugin_entry()->vtable;
-    tf_backend_open_args a = {sizeof a, 0, threads, 0, NULL};
+    tf_backend_open_args a = {sizeof a, 0, threads, 0, NULL, 1};
     ok(vt->open(&a, &be, &err));
     printf("backend-cpu on %s\n", vt->device_name(be));
     shape shapes[2] = {{"bert-mini", 4, 256, 4, 1024}, {"MiniLM-L6", 6, 384, 12, 1536}};

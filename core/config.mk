@@ -3,14 +3,14 @@
 # and the training section as Hugging Face TrainingArguments.
 
 core_libtfcore_la_SOURCES += \
-	core/src/config.c core/src/config_internal.h \
-	core/src/config_override.c \
-	core/src/config_dump.c \
-	core/src/config_syntax.c \
-	core/src/config_suggest.c \
-	core/src/config_keys.c
+	core/sdk/config.c core/sdk/config_internal.h \
+	core/sdk/config_override.c \
+	core/sdk/config_dump.c \
+	core/sdk/config_syntax.c \
+	core/sdk/config_suggest.c \
+	core/sdk/config_keys.c
 # the training section is read by the trainer: the private runtime
-core_libtfcore_runtime_la_SOURCES += core/src/training_args.c core/src/training_args.h
+core_libtfcore_runtime_la_SOURCES += core/runtime/training_args.c core/runtime/training_args.h
 
 if HAVE_CHECK
 check_PROGRAMS += tests/test_config tests/test_training_args

@@ -6,8 +6,8 @@
 # (loopback only), wired in tests/local.mk; fuzz target
 # tests/fuzz/fuzz_archive_extract.c.
 
-core_libtfcore_la_SOURCES += core/src/dataset_fetch.c core/src/archive_extract.c \
-	core/src/archive_extract.h
+core_libtfcore_la_SOURCES += core/sdk/dataset_fetch.c core/sdk/archive_extract.c \
+	core/sdk/archive_extract.h
 pkginclude_HEADERS += core/include/tfcore/dataset_fetch.h
 if HAVE_LIBARCHIVE
 core_libtfcore_la_CPPFLAGS += -DTF_HAVE_LIBARCHIVE=1 $(LIBARCHIVE_CFLAGS)
@@ -18,7 +18,7 @@ if HAVE_CHECK
 if HAVE_LIBARCHIVE
 check_PROGRAMS += tests/test_archive_extract
 # archive_extract.c is private to libtfcore.so: the test compiles its own copy
-tests_test_archive_extract_SOURCES = tests/test_archive_extract.c core/src/archive_extract.c
+tests_test_archive_extract_SOURCES = tests/test_archive_extract.c core/sdk/archive_extract.c
 tests_test_archive_extract_CPPFLAGS = $(TEST_CPPFLAGS) -DTF_HAVE_LIBARCHIVE=1 $(LIBARCHIVE_CFLAGS)
 tests_test_archive_extract_LDADD = $(TEST_LDADD) $(LIBARCHIVE_LIBS)
 TESTS += tests/test_archive_extract

@@ -1,30 +1,33 @@
-# core/ — the three roles of the core, each its own target:
-#   the SDK       libtfcore.so: what core/include/tfcore/*.h declares (errors,
-#                 logging, dtypes, rng, files, config access, safetensors,
-#                 tokenizer, SQuAD, hub and dataset fetching); plugins link
-#                 against it, and it exports exactly those functions
-#                 (core/libtfcore.sym, generated from the headers);
-#   the runtime   libtfcore-runtime.la, private and static: registry, plan,
-#                 stack, trainer, sampler, launcher; linked into the tfcore
-#                 program and the tests, never installed;
-#   the CLI       the tfcore program: the verbs.
+# core/ — the three roles of the core, each its own folder and target:
+#   core/sdk/      the SDK, libtfcore.so: what core/include/tfcore/*.h declares
+#                  (errors, logging, dtypes, rng, files, config access,
+#                  safetensors, tokenizer, SQuAD, hub and dataset fetching);
+#                  plugins link against it, and it exports exactly those
+#                  functions (core/libtfcore.sym, generated from the headers);
+#   core/runtime/  libtfcore-runtime.la, private and static: registry, plan,
+#                  stack, trainer, sampler, launcher; linked into the tfcore
+#                  program and the tests, never installed;
+#   core/cli/      the tfcore program: the verbs.
+# Private headers sit beside their .c files. The SDK includes only its own and
+# the public headers, the runtime adds nothing of the SDK's private ones, and
+# only the CLI sees the runtime's (-I core/runtime).
 # Fragments core/*.mk add their sources to one of the three.
 
 lib_LTLIBRARIES += core/libtfcore.la
 core_libtfcore_la_SOURCES = \
-	core/src/error.c \
-	core/src/log.c \
-	core/src/dtype.c \
-	core/src/plugin_kind.c \
-	core/src/rng.c \
-	core/src/adafactor_check.c \
-	core/src/adamw_check.c \
-	core/src/backend_check.c \
-	core/src/file_atomic.c \
-	core/src/file_read.c \
-	core/src/file_tree.c \
-	core/src/dataset_tokenizer.c
-core_libtfcore_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/core/src \
+	core/sdk/error.c \
+	core/sdk/log.c \
+	core/sdk/dtype.c \
+	core/sdk/plugin_kind.c \
+	core/sdk/rng.c \
+	core/sdk/adafactor_check.c \
+	core/sdk/adamw_check.c \
+	core/sdk/backend_check.c \
+	core/sdk/file_atomic.c \
+	core/sdk/file_read.c \
+	core/sdk/file_tree.c \
+	core/sdk/dataset_tokenizer.c
+core_libtfcore_la_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DTF_PLUGIN_DIR='"$(plugindir)"' \
 	$(LIBCONFIG_CFLAGS) $(JANSSON_CFLAGS) $(UTF8PROC_CFLAGS)
 core_libtfcore_la_LDFLAGS = -version-info $(TFCORE_LT_VERSION) -no-undefined \
@@ -44,24 +47,24 @@ EXTRA_DIST += core/public-symbols.sh
 # (TFCORE_RUNTIME_LIBS) on top of the SDK.
 noinst_LTLIBRARIES += core/libtfcore-runtime.la
 core_libtfcore_runtime_la_SOURCES = \
-	core/src/clock.c core/src/clock.h \
-	core/src/mkdirs.c core/src/mkdirs.h \
-	core/src/registry.c core/src/registry.h \
-	core/src/search_path.c core/src/search_path.h \
-	core/src/plan.c core/src/plan.h \
-	core/src/stack.c core/src/stack.h \
-	core/src/lr_schedule.c core/src/lr_schedule.h \
-	core/src/sampler.c core/src/sampler.h \
-	core/src/trainer.c core/src/trainer.h core/src/trainer_internal.h \
-	core/src/trainer_eval.c \
-	core/src/trainer_checkpoint.c \
-	core/src/trainer_adafactor.c \
-	core/src/trainer_memory.c \
-	core/src/trainer_state.c core/src/trainer_state.h \
-	core/src/run_output.c \
-	core/src/run_log_resume.c \
-	core/src/trainer_output_dir.c
-core_libtfcore_runtime_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/core/src \
+	core/runtime/clock.c core/runtime/clock.h \
+	core/runtime/mkdirs.c core/runtime/mkdirs.h \
+	core/runtime/registry.c core/runtime/registry.h \
+	core/runtime/search_path.c core/runtime/search_path.h \
+	core/runtime/plan.c core/runtime/plan.h \
+	core/runtime/stack.c core/runtime/stack.h \
+	core/runtime/lr_schedule.c core/runtime/lr_schedule.h \
+	core/runtime/sampler.c core/runtime/sampler.h \
+	core/runtime/trainer.c core/runtime/trainer.h core/runtime/trainer_internal.h \
+	core/runtime/trainer_eval.c \
+	core/runtime/trainer_checkpoint.c \
+	core/runtime/trainer_adafactor.c \
+	core/runtime/trainer_memory.c \
+	core/runtime/trainer_state.c core/runtime/trainer_state.h \
+	core/runtime/trainer_run_output.c \
+	core/runtime/trainer_run_log_resume.c \
+	core/runtime/trainer_output_dir.c
+core_libtfcore_runtime_la_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DTF_PLUGIN_DIR='"$(plugindir)"' $(LIBCONFIG_CFLAGS) $(JANSSON_CFLAGS)
 core_libtfcore_runtime_la_LIBADD = core/libtfcore.la $(JANSSON_LIBS) $(OPENMP_CFLAGS) -ldl -lm
 TFCORE_RUNTIME_LIBS = core/libtfcore-runtime.la core/libtfcore.la
@@ -88,15 +91,16 @@ pkginclude_HEADERS += \
 
 bin_PROGRAMS += core/tfcore
 core_tfcore_SOURCES = \
-	core/src/cli_main.c core/src/cli.h \
-	core/src/cli_error.c \
-	core/src/cli_plugins.c \
-	core/src/cli_train.c \
-	core/src/cli_bench.c \
-	core/src/cli_eval.c \
-	core/src/cli_predict.c \
-	core/src/cli_output.c
-core_tfcore_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/core/src $(LIBCONFIG_CFLAGS) $(JANSSON_CFLAGS)
+	core/cli/cli_main.c core/cli/cli.h \
+	core/cli/cli_error.c \
+	core/cli/cli_launch.c core/cli/cli_launch.h \
+	core/cli/cli_plugins.c \
+	core/cli/cli_train.c \
+	core/cli/cli_bench.c \
+	core/cli/cli_eval.c \
+	core/cli/cli_predict.c \
+	core/cli/cli_output.c
+core_tfcore_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/core/runtime $(LIBCONFIG_CFLAGS) $(JANSSON_CFLAGS)
 core_tfcore_LDADD = $(TFCORE_RUNTIME_LIBS) $(JANSSON_LIBS)
 
 EXTRA_DIST += core/tfcore.pc.in

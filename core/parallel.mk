@@ -5,14 +5,14 @@
 # all in the private runtime (core/local.mk). The comm plugins themselves live
 # in plugins/comm-*.
 core_libtfcore_runtime_la_SOURCES += \
-	core/src/worker.h \
-	core/src/launch.c core/src/launch.h \
-	core/src/stop_signal.c core/src/stop_signal.h \
-	core/src/preflight.c core/src/preflight.h \
-	core/src/trainer_comm.c \
-	core/src/grad_buckets.c core/src/grad_buckets.h \
-	core/src/comm_recorder.c core/src/comm_recorder.h \
-	core/src/comm_peers.c core/src/comm_peers.h
+	core/runtime/worker.h \
+	core/runtime/launch.c core/runtime/launch.h \
+	core/runtime/stop_signal.c core/runtime/stop_signal.h \
+	core/runtime/trainer_preflight.c core/runtime/trainer_preflight.h \
+	core/runtime/trainer_comm.c \
+	core/runtime/grad_buckets.c core/runtime/grad_buckets.h \
+	core/runtime/comm_recorder.c core/runtime/comm_recorder.h \
+	core/runtime/comm_peers.c core/runtime/comm_peers.h
 
 # The strategies end to end: equivalence with one worker, overlap order,
 # uneven shards, killed workers (tests/test_parallel.sh), and the tool that

@@ -1,14 +1,14 @@
-# core/pipeline.mk — pipeline parallelism (#19, core/src/pipeline.h): the
+# core/pipeline.mk — pipeline parallelism (#19, core/runtime/pipeline.h): the
 # pipeline section, the GPipe / 1F1B schedules and their simulation, the
 # balanced split of the layers (pure, tests/test_pipeline.c), and a stage's
-# step in the trainer (pipeline_step.c, end to end in tests/test_pipeline_mpi.sh).
+# step in the trainer (trainer_pipeline.c, end to end in tests/test_pipeline_mpi.sh).
 core_libtfcore_runtime_la_SOURCES += \
-	core/src/pipeline.h \
-	core/src/pipeline_config.c \
-	core/src/pipeline_schedule.c \
-	core/src/pipeline_partition.c \
-	core/src/pipeline_plan.c \
-	core/src/pipeline_step.c core/src/pipeline_step.h
+	core/runtime/pipeline.h \
+	core/runtime/pipeline_config.c \
+	core/runtime/pipeline_schedule.c \
+	core/runtime/pipeline_partition.c \
+	core/runtime/pipeline_plan.c \
+	core/runtime/trainer_pipeline.c core/runtime/trainer_pipeline.h
 
 if HAVE_CHECK
 check_PROGRAMS += tests/test_pipeline

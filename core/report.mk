@@ -2,9 +2,9 @@
 # (or JSON) table and an SVG chart. Code of the tfcore command only (nothing a
 # plugin needs), so it goes into the CLI, not libtfcore.
 core_tfcore_SOURCES += \
-	core/src/cli_report.c \
-	core/src/report_table.c core/src/report_table.h \
-	core/src/report_svg.c
+	core/cli/cli_report.c \
+	core/cli/report_table.c core/cli/report_table.h \
+	core/cli/report_svg.c
 core_tfcore_LDADD += -lm
 
 # tests/test_report.sh: fixture runs (hand-written results.json files) and

@@ -3,7 +3,7 @@
 # safetensors package, and the test data. (The fuzz target and its corpus
 # live in tests/fuzz/, distributed as a whole by tests/local.mk.)
 
-core_libtfcore_la_SOURCES += core/src/safetensors_read.c core/src/safetensors_set.c core/src/safetensors_write.c
+core_libtfcore_la_SOURCES += core/sdk/safetensors_read.c core/sdk/safetensors_set.c core/sdk/safetensors_write.c
 pkginclude_HEADERS += core/include/tfcore/safetensors.h
 
 check_PROGRAMS += tests/test_safetensors tests/safetensors_tool

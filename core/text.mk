@@ -4,14 +4,14 @@
 # plugin links the same file).
 
 core_libtfcore_la_SOURCES += \
-	core/src/squad_internal.h \
-	core/src/squad_storage.c \
-	core/src/squad_normalize.c \
-	core/src/squad_format.c \
-	core/src/squad_json.c \
-	core/src/squad_eval.c
+	core/sdk/squad_internal.h \
+	core/sdk/squad_storage.c \
+	core/sdk/squad_normalize.c \
+	core/sdk/squad_format.c \
+	core/sdk/squad_json.c \
+	core/sdk/squad_eval.c
 pkginclude_HEADERS += core/include/tfcore/squad.h
-core_tfcore_SOURCES += core/src/cli_squad_eval.c
+core_tfcore_SOURCES += core/cli/cli_squad_eval.c
 
 check_PROGRAMS += tests/test_squad tests/test_imdb_read
 tests_test_squad_SOURCES = tests/test_squad.c

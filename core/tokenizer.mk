@@ -5,20 +5,20 @@
 # tests/fuzz/, distributed as a whole by tests/local.mk.)
 
 core_libtfcore_la_SOURCES += \
-	core/src/tokenizer_internal.h \
-	core/src/tokenizer_unicode.c core/src/tokenizer_unicode_tables.h \
-	core/src/tokenizer_grow.c \
-	core/src/tokenizer_vocab.c \
-	core/src/tokenizer_config.c \
-	core/src/tokenizer_normalize.c \
-	core/src/tokenizer_wordpiece.c \
-	core/src/tokenizer_encode.c \
-	core/src/tokenizer_decode.c
+	core/sdk/tokenizer_internal.h \
+	core/sdk/tokenizer_unicode.c core/sdk/tokenizer_unicode_tables.h \
+	core/sdk/tokenizer_grow.c \
+	core/sdk/tokenizer_vocab.c \
+	core/sdk/tokenizer_config.c \
+	core/sdk/tokenizer_normalize.c \
+	core/sdk/tokenizer_wordpiece.c \
+	core/sdk/tokenizer_encode.c \
+	core/sdk/tokenizer_decode.c
 pkginclude_HEADERS += core/include/tfcore/tokenizer.h
-core_tfcore_SOURCES += core/src/cli_tokenize.c
+core_tfcore_SOURCES += core/cli/cli_tokenize.c
 
 check_PROGRAMS += tests/test_tokenizer
-tests_test_tokenizer_SOURCES = tests/test_tokenizer.c core/src/cli_tokenize.c
+tests_test_tokenizer_SOURCES = tests/test_tokenizer.c core/cli/cli_tokenize.c
 tests_test_tokenizer_CPPFLAGS = $(TEST_CPPFLAGS) -DTF_SRCDIR='"$(abs_top_srcdir)"'
 tests_test_tokenizer_LDADD = $(TEST_LDADD)
 TESTS += tests/test_tokenizer tests/ref/tokenizer_vs_hf.py

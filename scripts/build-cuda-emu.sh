@@ -132,7 +132,7 @@ build_all "$obj/comm-nccl" -I"$top/plugins/comm-nccl" "${nccl_mpi[@]}" -- "${ncc
 nice g++ "${ldflags[@]}" -o "$dir/tfcore-comm-nccl.so" "${objs[@]}" "${emu_link[@]}" -lm -ldl
 
 # 6. test programs: the emulation's own, comm-nccl's driver, the op suites
-test_cpp=(-I"$top/core/src" $(pkg-config --cflags check jansson libconfig 2>/dev/null))
+test_cpp=(-I"$top/core/sdk" -I"$top/core/runtime" -I"$top/core/cli" $(pkg-config --cflags check jansson libconfig 2>/dev/null))
 # the tests link the private runtime (registry, plan, ...: core/local.mk's
 # TFCORE_RUNTIME_LIBS) before the public library, as make check does
 test_libs=("$core_lib/libtfcore-runtime.a" -L"$core_lib" -ltfcore -Wl,-rpath,"$core_lib" -fopenmp -ldl $(pkg-config --libs check jansson libconfig 2>/dev/null) -lm -pthread $sanflags)

@@ -12,18 +12,15 @@ out="${FUZZ_OUT:-$PWD/fuzz-out}"
 mkdir -p "$out"
 CC="${FUZZ_CC:-clang}"
 flags=(-g -O1 -std=c17 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-       -I"$top/core/include" -I"$top/core/src" -DTF_PLUGIN_DIR='"/nonexistent"')
+       -I"$top/core/include" -I"$top/core/sdk" -I"$top/core/runtime" -DTF_PLUGIN_DIR='"/nonexistent"')
 deps=$(pkg-config --cflags --libs libconfig jansson libutf8proc)
 # libarchive (the archive_extract target unpacks with it) when it is installed
 if pkg-config --exists libarchive; then
     deps="$deps $(pkg-config --cflags --libs libarchive)"
     flags+=(-DTF_HAVE_LIBARCHIVE=1)
 fi
-# libtfcore's sources, without the CLI
-lib_srcs=()
-for f in "$top"/core/src/*.c; do
-    case "$(basename "$f")" in cli_*) ;; *) lib_srcs+=("$f") ;; esac
-done
+# the SDK's and the runtime's sources, without the CLI
+lib_srcs=("$top"/core/sdk/*.c "$top"/core/runtime/*.c)
 targets=("$@")
 if [ "${#targets[@]}" -eq 0 ]; then
     for f in "$top"/tests/fuzz/fuzz_*.c; do t=$(basename "$f" .c); targets+=("${t#fuzz_}"); done

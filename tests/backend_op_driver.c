@@ -285,7 +285,7 @@ int main(int argc, char **argv)
     params = argv + 3;
     nparams = argc - 3;
     vt = tfcore_plugin_entry()->vtable;
-    tf_backend_open_args a = {sizeof a, 0, 0, 0, NULL};
+    tf_backend_open_args a = {sizeof a, 0, 0, 0, NULL, 1};
     check(vt->open(&a, &be, &err));
     const char *op = argv[1];
     if (!strcmp(op, "gemm")) run_gemm();

@@ -85,7 +85,7 @@ static inline int tf_test_pair_open(tf_test_pair *p, const char *test, const tf_
     p->gv = pc->desc->vtable;
     p->cv = pp->desc->vtable;
     p->seed = tf_test_seed_run(test);
-    tf_backend_open_args ga = {sizeof ga, 0, 0, 1234, NULL}, ca = {sizeof ca, 0, 0, 1234, NULL};
+    tf_backend_open_args ga = {sizeof ga, 0, 0, 1234, NULL, 1}, ca = {sizeof ca, 0, 0, 1234, NULL, 1};
     if (p->gv->open(&ga, &p->gb, &err) != TF_OK) {
         fprintf(stderr, "%s: opening backend-cuda: %s\n", test, err.msg);
         p->gb = NULL;

@@ -4,7 +4,7 @@
  * on, and the Check runner.
  *
  * Header-only (static inline), so a test program needs nothing else in its
- * SOURCES; it is compiled with TEST_CPPFLAGS (-I core/src for registry.h,
+ * SOURCES; it is compiled with TEST_CPPFLAGS (-I core/runtime for registry.h,
  * Check's flags) and linked with TEST_LDADD (the runtime holds the registry).
  * One translation unit per program: the random state below is per file. */
 #ifndef TFCORE_TESTS_COMMON_H

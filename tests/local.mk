@@ -7,7 +7,8 @@
 #                         tests_test_foo_CPPFLAGS = $(TEST_CPPFLAGS)
 #                         tests_test_foo_LDADD = $(TEST_LDADD)
 #                         TESTS += tests/test_foo
-TEST_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/core/src $(CHECK_CFLAGS) \
+TEST_CPPFLAGS = $(AM_CPPFLAGS) $(CHECK_CFLAGS) -I$(top_srcdir)/core/sdk \
+	-I$(top_srcdir)/core/runtime -I$(top_srcdir)/core/cli \
 	$(LIBCONFIG_CFLAGS) $(JANSSON_CFLAGS) $(UTF8PROC_CFLAGS)
 TEST_LDADD = $(TFCORE_RUNTIME_LIBS) $(CHECK_LIBS) $(JANSSON_LIBS) $(LIBCONFIG_LIBS) $(UTF8PROC_LIBS)
 
@@ -30,6 +31,9 @@ EXTRA_DIST += tests/test_plugin_template.sh
 # libtfcore.so exports exactly what the public headers declare (the SDK)
 TESTS += tests/test_exports.sh
 EXTRA_DIST += tests/test_exports.sh
+# core/sdk, core/runtime, core/cli depend one way, and nothing loops
+TESTS += tests/test_layout.sh
+EXTRA_DIST += tests/test_layout.sh
 
 check_PROGRAMS += tests/test_schedule
 tests_test_schedule_SOURCES = tests/test_schedule.c
@@ -38,6 +42,12 @@ tests_test_schedule_LDADD = $(TEST_LDADD) -lm
 TESTS += tests/test_schedule
 TESTS += tests/test_cli.sh
 EXTRA_DIST += tests/test_cli.sh
+# what a verb tells the launcher (core/cli/cli_launch.c, compiled in)
+check_PROGRAMS += tests/test_cli_launch
+tests_test_cli_launch_SOURCES = tests/test_cli_launch.c core/cli/cli_launch.c
+tests_test_cli_launch_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_test_cli_launch_LDADD = $(TEST_LDADD)
+TESTS += tests/test_cli_launch
 # TFCORE_REQUIRE_GPU=1: the GPU tests fail instead of skipping, saying why
 # (tests/gpu_backend.sh for the shell tests, tests/gpu_required.h for the C ones).
 TESTS += tests/test_gpu_required.sh

@@ -164,6 +164,23 @@ _Static_assert(offsetof(tf_model_create_args, gradient_checkpointing) == 64,
                "tf_model_create_args.gradient_checkpointing");
 _Static_assert(sizeof(tf_model_create_args) == 72, "tf_model_create_args size at ABI 1.3");
 
+/* The open/init arguments the core fills: 1.0's fields, then what ABI 1.4
+ * appended (a plugin reads it only when the args' size covers it). */
+_Static_assert(offsetof(tf_backend_open_args, size) == 0 && offsetof(tf_backend_open_args, device) == 4 &&
+                   offsetof(tf_backend_open_args, threads) == 8 && offsetof(tf_backend_open_args, seed) == 16 &&
+                   offsetof(tf_backend_open_args, section) == 24,
+               "tf_backend_open_args at ABI 1.0");
+_Static_assert(offsetof(tf_backend_open_args, local_world_size) == 32 && sizeof(tf_backend_open_args) == 40,
+               "tf_backend_open_args.local_world_size at ABI 1.4");
+_Static_assert(offsetof(tf_comm_init_args, size) == 0 && offsetof(tf_comm_init_args, section) == 8 &&
+                   offsetof(tf_comm_init_args, rank) == 16 && offsetof(tf_comm_init_args, world_size) == 20 &&
+                   offsetof(tf_comm_init_args, local_rank) == 24 && offsetof(tf_comm_init_args, backend) == 32 &&
+                   offsetof(tf_comm_init_args, be) == 40 && offsetof(tf_comm_init_args, shared) == 48 &&
+                   offsetof(tf_comm_init_args, local_world_size) == 56,
+               "tf_comm_init_args before ABI 1.4");
+_Static_assert(offsetof(tf_comm_init_args, timeout_s) == 64 && sizeof(tf_comm_init_args) == 72,
+               "tf_comm_init_args.timeout_s at ABI 1.4");
+
 SLOT_AT(tf_dataset_vtable, check_config, 0);
 SLOT_AT(tf_dataset_vtable, open, 1);
 SLOT_AT(tf_dataset_vtable, close, 2);

@@ -1,5 +1,5 @@
 /* test_archive_extract.c — unpacking fetched datasets
- * (core/src/archive_extract.c): entry names and link targets, links that stay
+ * (core/sdk/archive_extract.c): entry names and link targets, links that stay
  * inside the dataset kept, and the refusals on archives built here with
  * libarchive's writer (the hostile archives of tests/test_datasets.sh come
  * from Python's tarfile; these pin the library's rules one by one).

@@ -264,7 +264,7 @@ START_TEST(test_streams_events)
 
     /* another backend's stream and event are refused */
     tf_backend *other = NULL;
-    tf_backend_open_args oa = {sizeof oa, 0, 0, 1, NULL};
+    tf_backend_open_args oa = {sizeof oa, 0, 0, 1, NULL, 1};
     G_OK(gv->open(&oa, &other, &err));
     ck_assert_int_eq(gv->stream_sync(other, s1, &err), TF_ERR_RUNTIME);
     ck_assert_ptr_nonnull(strstr(err.msg, "another backend"));
@@ -310,7 +310,7 @@ START_TEST(test_config)
 
     /* a device index past the last one */
     cfg = config_of("backend = { device_offset = 1000; };");
-    tf_backend_open_args oa = {sizeof oa, 0, 0, 1, tf_config_section(cfg, "backend")};
+    tf_backend_open_args oa = {sizeof oa, 0, 0, 1, tf_config_section(cfg, "backend"), 1};
     tf_backend *b = NULL;
     ck_assert_int_eq(gv->open(&oa, &b, &err), TF_ERR_RUNTIME);
     ck_assert_ptr_null(b);
@@ -529,7 +529,7 @@ END_TEST
 START_TEST(test_gemm_cublaslt_gelu)
 {
     tf_config *cfg = config_of("backend = { gelu_epilogue = \"cublaslt\"; };");
-    tf_backend_open_args oa = {sizeof oa, 0, 0, 1, tf_config_section(cfg, "backend")};
+    tf_backend_open_args oa = {sizeof oa, 0, 0, 1, tf_config_section(cfg, "backend"), 1};
     tf_backend *b = NULL;
     G_OK(gv->open(&oa, &b, &err));
     for (size_t pi = 2; pi < sizeof PRECS / sizeof PRECS[0]; pi++) {
@@ -1222,7 +1222,7 @@ static int no_device_checks(const tf_backend_vtable *vt, const char *probe_why)
 {
     int bad = 0;
     tf_backend *b = (tf_backend *)&bad; /* must come back NULL */
-    tf_backend_open_args oa = {sizeof oa, 0, 0, 1, NULL};
+    tf_backend_open_args oa = {sizeof oa, 0, 0, 1, NULL, 1};
     tf_error e = {0};
     tf_status st = vt->open(&oa, &b, &e);
     const char *reason = strncmp(probe_why, "no CUDA device: ", 16) == 0 ? probe_why + 16 : probe_why;

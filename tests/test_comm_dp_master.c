@@ -150,7 +150,7 @@ static tf_config *config(const char *text)
 
 static tf_backend *open_backend(void)
 {
-    tf_backend_open_args a = {sizeof a, 0, 1, 1234, NULL};
+    tf_backend_open_args a = {sizeof a, 0, 1, 1234, NULL, 1};
     tf_backend *be = NULL;
     tf_error err = {0};
     ck_assert_msg(cpu->open(&a, &be, &err) == TF_OK, "%s", err.msg);

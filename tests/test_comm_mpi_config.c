@@ -83,6 +83,11 @@ START_TEST(test_core_keys_left_alone)
     ck_assert_int_eq(tf_config_check_unread(cfg, &err), TF_ERR_CONFIG);
     ck_assert_ptr_nonnull(strstr(err.msg, "comm.plugin"));
     tf_config_free(cfg);
+    /* timeout_s too, even out of the core's bounds: one owner, the core */
+    ck_assert_int_eq(check_text("comm = { timeout_s = 0.0; };\n", NULL, &cfg, &err), TF_OK);
+    ck_assert_int_eq(tf_config_check_unread(cfg, &err), TF_ERR_CONFIG);
+    ck_assert_ptr_nonnull(strstr(err.msg, "comm.timeout_s"));
+    tf_config_free(cfg);
 }
 END_TEST
 
@@ -139,7 +144,7 @@ START_TEST(test_init_argument_checks)
     int dummy_backend;
     tf_backend_vtable bvt = {.size = sizeof bvt};
     tf_comm_init_args a = {sizeof a, tf_config_section(cfg, "comm"), 0, 2, 0, &bvt,
-                           (tf_backend *)&dummy_backend, NULL, 1};
+                           (tf_backend *)&dummy_backend, NULL, 1, TF_COMM_TIMEOUT_DEFAULT};
 
     ck_assert_int_eq(vt->init(NULL, &c, &err), TF_ERR_RUNTIME);
     ck_assert_str_eq(err.msg, "comm-mpi: init: args is NULL");
@@ -159,6 +164,19 @@ START_TEST(test_init_argument_checks)
     far.rank = 2;
     ck_assert_int_eq(vt->init(&far, &c, &err), TF_ERR_RUNTIME);
     ck_assert_str_eq(err.msg, "comm-mpi: init: rank 2 of world size 2 is out of range");
+
+    /* comm.timeout_s comes from the core in the args (ABI 1.4), checked */
+    tf_comm_init_args never = a;
+    never.timeout_s = 0;
+    ck_assert_int_eq(vt->init(&never, &c, &err), TF_ERR_RUNTIME);
+    ck_assert_str_eq(err.msg, "comm-mpi: init: timeout_s 0 is outside [0.1, 604800]");
+    ck_assert_ptr_null(c);
+    /* a 1.3 core's args end before timeout_s: accepted, with the default
+     * (init goes on to the config's bad key) */
+    tf_comm_init_args old = never;
+    old.size = (uint32_t)offsetof(tf_comm_init_args, timeout_s);
+    ck_assert_int_eq(vt->init(&old, &c, &err), TF_ERR_CONFIG);
+    ck_assert_ptr_nonnull(strstr(err.msg, "t.cfg:1: comm.device_buffers must be one of"));
 
     ck_assert_int_eq(vt->init(&a, &c, &err), TF_ERR_CONFIG);
     ck_assert_ptr_nonnull(strstr(err.msg, "t.cfg:1: comm.device_buffers must be one of"));

@@ -34,6 +34,7 @@
 
 #include <mpi.h> /* constants only: MPI functions come from the plugin's scope */
 
+#include "plan.h"
 #include "registry.h"
 #include "tfcore/backend.h"
 #include "tfcore/comm.h"
@@ -106,7 +107,7 @@ static void load_plugins(void)
     if (!p) die("backend plugin 'cpu' not found in %s", d2);
     cpu_vt = p->desc->vtable;
     if (tf_config_new(&be_cfg, &err)) die("%s", err.msg);
-    tf_backend_open_args oa = {sizeof oa, 0, 1, 1, tf_config_section(be_cfg, "backend")};
+    tf_backend_open_args oa = {sizeof oa, 0, 1, 1, tf_config_section(be_cfg, "backend"), 1};
     if (cpu_vt->open(&oa, &be, &err)) die("backend-cpu open: %s", err.msg);
 }
 
@@ -145,8 +146,10 @@ static tf_status open_comm(scenario *s, int rank, int world, tf_error *err)
     char text[1024];
     snprintf(text, sizeof text, "comm = {\n%s\n};\n", s->cfg_text);
     if (tf_config_load_string(&s->cfg, text, "mpi.cfg", NULL, err)) die("config: %s", err->msg);
+    tf_comm_settings core; /* the core's keys, as the core reads them (comm.timeout_s) */
+    if (tf_comm_settings_read(tf_config_section(s->cfg, "comm"), &core, err)) die("config: %s", err->msg);
     tf_comm_init_args a = {sizeof a, tf_config_section(s->cfg, "comm"), rank, world, 0, s->bvt, be,
-                           NULL, 1};
+                           NULL, 1, core.timeout_s};
     return cvt->init(&a, &s->c, err);
 }
 

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Collective timeouts (comm.timeout_s) and the flight recorder
-# (core/src/comm_recorder.h), end to end through `tfcore train` on bert-tiny
+# (core/runtime/comm_recorder.h), end to end through `tfcore train` on bert-tiny
 # with comm.timeout_s = 5: one rank of a 2-worker job stalls mid-training
 #  - mpi x2 (tfcore re-executes itself under mpirun): SIGSTOP of rank 1,
 #  - the process launcher x2 (tests/comm-shm): SIGSTOP of rank 1,

@@ -1,5 +1,5 @@
 /* test_hub_parse.c — reading the hub's answers and names as huggingface_hub
- * 0.36 does (core/src/hub_parse.c, core/src/hub_cache.c): ETag
+ * 0.36 does (core/sdk/hub_parse.c, core/sdk/hub_cache.c): ETag
  * normalisation (_normalize_etag), header precedence (get_hf_file_metadata),
  * refs files, repo ids (validate_repo_id), revision names, the
  * models--org--name folder. The expected values were checked against

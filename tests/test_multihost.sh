@@ -171,7 +171,7 @@ if netns_hosts_link_up 1; then ok; else bad "the link of $h1 does not come back"
 
 # --- without the user's keepalive settings: tfcore's own defaults --------------------
 # Ranks across machines have no recorder the launcher can read; each rank
-# hears the others' heartbeats (core/src/comm_peers.h), so the rank that gives
+# hears the others' heartbeats (core/runtime/comm_peers.h), so the rank that gives
 # up 2 s after comm.timeout_s names the rank behind and its host, and reports
 # to the launching tfcore, which stops mpirun (SIGTERM, SIGKILL 5 s later);
 # tfcore's default Open MPI keepalive (10 s + 3 x 5 s) lets the lost host's

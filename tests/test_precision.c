@@ -503,7 +503,7 @@ END_TEST
 
 static tf_backend *cpu_open(void)
 {
-    tf_backend_open_args a = {sizeof a, 0, 2, 1, NULL};
+    tf_backend_open_args a = {sizeof a, 0, 2, 1, NULL, 1};
     tf_backend *be = NULL;
     tf_error err = {0};
     ck_assert_msg(cpu_vt->open(&a, &be, &err) == TF_OK, "%s", err.msg);

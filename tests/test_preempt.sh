@@ -1,5 +1,5 @@
 #!/bin/sh
-# Preemption-safe checkpoints (core/src/stop_signal.h), end to end through
+# Preemption-safe checkpoints (core/runtime/stop_signal.h), end to end through
 # `tfcore train` on bert-tiny with dropout on:
 #  - a stop signal mid-training (TFCORE_TEST_SIGNAL_AT_STEP: rank 0 raises it
 #    itself during a step, so the others learn of it only through the step's

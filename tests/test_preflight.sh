@@ -1,5 +1,5 @@
 #!/bin/sh
-# Preflight agreement (core/src/preflight.h): ranks that would run different
+# Preflight agreement (core/runtime/trainer_preflight.h): ranks that would run different
 # things stop before the first step, naming the first differing rank and
 # what differs, within seconds, non-zero, nothing left running. The ranks are
 # started by mpirun itself (its MPMD form gives each rank its own command

@@ -742,7 +742,7 @@ START_TEST(verb_outputs)
     char *err = tmp_read("stderr");
     ck_assert_msg(rc == 0,
                   "tfcore squad-eval --help: exit %d: %s (is squad-eval wired into "
-                  "core/src/cli_main.c?)",
+                  "core/cli/cli_main.c?)",
                   rc, err);
     free(err);
     char *s = tmp_read("stdout");

@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli.h" /* tf_cli_tokenize: core/src/cli_tokenize.c is linked in */
+#include "cli.h" /* tf_cli_tokenize: core/cli/cli_tokenize.c is linked in */
 #include "tfcore/dataset.h"
 #include "tfcore/log.h"
 #include "tfcore/tokenizer.h"

@@ -1,6 +1,6 @@
 /* test_training_args.c — the training section as Hugging Face
  * TrainingArguments (transformers 4.46.3): defaults, checks, and the step
- * counts Trainer derives (core/src/training_args.h).
+ * counts Trainer derives (core/runtime/training_args.h).
  */
 #include <check.h>
 #include <math.h>

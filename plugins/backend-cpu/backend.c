@@ -3,17 +3,20 @@
  *
  * Config ("backend" section), keys this plugin reads:
  *   threads  int >= 0, default 0: size of the thread team every op uses;
- *            0 = as many as OpenMP would use (OMP_NUM_THREADS, else every
- *            core this process may run on).
- * open_args.threads > 0 overrides the config (the core splitting the cores
- * between ranks that run as threads of one process).
+ *            0 = the cores shared among the job's workers on this machine
+ *            (open_args.local_world_size), or with one worker as many as
+ *            OpenMP would use (OMP_NUM_THREADS, else every core this process
+ *            may run on).
+ * open_args.threads > 0 overrides both.
  */
+#include <stddef.h>
 #include <cblas.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 
 #include "cpu.h"
 #include "tfcore/config_keys.h"
@@ -58,8 +61,9 @@ tf_status cpu_need_min(tf_error *err, const char *op, const char *name, long lon
  * core's); plugins/backend-cpu/README.md's key section is generated from it. */
 static const tf_cfg_key keys[] = {
     {"threads", TF_CFG_KEY_INT, .int_def = 0, .int_min = 0, .int_max = CPU_MAX_THREADS,
-     .doc = "threads every op uses; 0: what OpenMP would use (`OMP_NUM_THREADS`, else every core this process "
-            "may run on). `open_args.threads > 0` (the core dividing cores between thread ranks) overrides it"},
+     .doc = "threads every op uses; 0: the online cores divided by the job's workers on this machine (at least 1), "
+            "or with one worker what OpenMP would use (`OMP_NUM_THREADS`, else every core this process may run "
+            "on). `open_args.threads > 0` overrides it"},
     {0},
 };
 TF_PLUGIN_KEYS(keys);
@@ -77,13 +81,20 @@ tf_status cpu_check_config(tf_section *section, tf_error *err)
     return read_threads(section, &threads, err);
 }
 
-static int default_threads(void)
+/* Without a number from the core or the config: alone, what OpenMP would
+ * use; with local_world workers on this machine, each its share of the
+ * online cores (at least one). */
+static int default_threads(int local_world)
 {
 #ifdef _OPENMP
     int n = omp_get_max_threads();
 #else
     int n = 1;
 #endif
+    if (local_world > 1) {
+        long share = sysconf(_SC_NPROCESSORS_ONLN) / local_world;
+        n = share < 1 ? 1 : share > CPU_MAX_THREADS ? CPU_MAX_THREADS : (int)share;
+    }
     return n < 1 ? 1 : n > CPU_MAX_THREADS ? CPU_MAX_THREADS : n;
 }
 
@@ -136,11 +147,16 @@ tf_status cpu_open(const tf_backend_open_args *args, tf_backend **out, tf_error 
     if (cpu_need(err, "open", "args", args) || cpu_need(err, "open", "out", out))
         return TF_ERR_RUNTIME;
     *out = NULL;
-    if (args->size < sizeof(tf_backend_open_args))
+    size_t need = offsetof(tf_backend_open_args, section) + sizeof args->section;
+    if (args->size < need)
         return cpu_fail(err, TF_ERR_PLUGIN, "open",
                         "open_args.size is %u, expected at least %zu (core built against an "
                         "older backend.h?)",
-                        args->size, sizeof(tf_backend_open_args));
+                        args->size, need);
+    /* ABI 1.4: the workers sharing this machine's cores; an older core's args end before it */
+    int local_world = args->size >= offsetof(tf_backend_open_args, local_world_size) + sizeof args->local_world_size
+                          ? args->local_world_size
+                          : 1;
     if (args->device < 0)
         return cpu_fail(err, TF_ERR_RUNTIME, "open",
                         "device must be >= 0 (every index names the host), got %d",
@@ -156,7 +172,7 @@ tf_status cpu_open(const tf_backend_open_args *args, tf_backend **out, tf_error 
     if (!be) return cpu_fail(err, TF_ERR_RUNTIME, "open", "out of memory (%zu bytes)", sizeof *be);
     be->threads = args->threads > 0 ? args->threads
                   : cfg_threads > 0 ? (int)cfg_threads
-                                    : default_threads();
+                                    : default_threads(local_world);
     be->seed = args->seed;
     atomic_init(&be->current, 0);
     atomic_init(&be->peak, 0);

@@ -100,6 +100,13 @@ tests_backend_cpu_test_threads_SOURCES = tests/backend-cpu/test_threads.c
 tests_backend_cpu_test_threads_CPPFLAGS = $(BACKEND_CPU_TEST_CPPFLAGS)
 tests_backend_cpu_test_threads_CFLAGS = $(BACKEND_CPU_TEST_CFLAGS)
 tests_backend_cpu_test_threads_LDADD = $(BACKEND_CPU_TEST_LDADD)
+# who sizes the thread team (open_args.local_world_size, backend.threads)
+check_PROGRAMS += tests/test_backend_cpu_threads
+tests_test_backend_cpu_threads_SOURCES = tests/test_backend_cpu_threads.c
+tests_test_backend_cpu_threads_CPPFLAGS = $(TEST_CPPFLAGS) $(BACKEND_CPU_CPPFLAGS)
+tests_test_backend_cpu_threads_CFLAGS = $(AM_CFLAGS) $(BACKEND_CPU_CFLAGS)
+tests_test_backend_cpu_threads_LDADD = $(BACKEND_CPU_LIB) $(TEST_LDADD) $(BACKEND_CPU_LIBS)
+TESTS += tests/test_backend_cpu_threads
 endif
 
 # Runs one op on inputs from files, for tests/ref/backend_cpu_vs_torch.py.

@@ -85,11 +85,14 @@ static tf_status cuda_open(const tf_backend_open_args *args, tf_backend **out, t
     tf_status st;
     if ((st = cuda_need(err, op, "args", args)) || (st = cuda_need(err, op, "out", out))) return st;
     *out = NULL;
-    if (args->size < sizeof(tf_backend_open_args))
+    /* the fields up to section (ABI 1.0); local_world_size (1.4) is not used:
+     * a GPU backend's worker has its own device */
+    size_t need = offsetof(tf_backend_open_args, section) + sizeof args->section;
+    if (args->size < need)
         return cuda_fail(err, TF_ERR_PLUGIN, op,
                          "open_args.size is %u, expected at least %zu (core built against an "
                          "older backend.h?)",
-                         args->size, sizeof(tf_backend_open_args));
+                         args->size, need);
     if (args->device < 0)
         return cuda_fail(err, TF_ERR_RUNTIME, op, "device must be >= 0, got %d", args->device);
     cuda_config cfg;

@@ -99,7 +99,7 @@ static int run(const char *label, const char *cfg_text, int what, int n, size_t 
     tf_backend *be[MAXN] = {0};
     void *cell = NULL;
     for (int r = 0; r < n; r++) {
-        tf_backend_open_args oa = {sizeof oa, 0, threads, 1, NULL};
+        tf_backend_open_args oa = {sizeof oa, 0, threads, 1, NULL, 1};
         if (bvt->open(&oa, &be[r], &err)) goto fail;
         void *p = NULL;
         if (bvt->alloc(be[r], count * sizeof(float), TF_MEM_DEVICE, &p, &err)) goto fail;

@@ -28,7 +28,7 @@ endif
 # run by hand: see its header and README.md).
 check_PROGRAMS += plugins/comm-dp-master/bench_allreduce
 plugins_comm_dp_master_bench_allreduce_SOURCES = plugins/comm-dp-master/bench_allreduce.c
-plugins_comm_dp_master_bench_allreduce_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/core/src
+plugins_comm_dp_master_bench_allreduce_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/core/runtime
 plugins_comm_dp_master_bench_allreduce_LDADD = $(TFCORE_RUNTIME_LIBS)
 
 EXTRA_DIST += plugins/comm-dp-master/README.md

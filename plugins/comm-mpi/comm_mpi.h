@@ -25,7 +25,6 @@ typedef struct cm_options {
     bool progress_thread;       /* a thread that drives MPI while backward computes */
     long long progress_interval_us; /* its sleep between two MPI_Testall rounds */
     long long chunk_elements;   /* most elements one MPI call is given */
-    double timeout_s;           /* comm.timeout_s: longest wait for one collective */
 } cm_options;
 
 /* Read and validate the plugin's own keys of the comm section. */

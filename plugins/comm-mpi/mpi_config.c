@@ -1,9 +1,8 @@
 /* mpi_config.c — the comm-mpi keys of the `comm` section, as one table
  * (tfcore/config_keys.h; README.md's key section is generated from it). The
  * core owns and reads plugin, world_size, bucket_mb, mpirun_args and
- * timeout_s: they are not in the table. This file reads the table's keys, and
- * timeout_s, which the core validates and this plugin applies to its own
- * waits (README.md documents each). */
+ * timeout_s: they are not in the table, and this plugin never reads them
+ * (timeout_s comes in tf_comm_init_args). */
 #include <limits.h>
 
 #include "comm_mpi.h"
@@ -34,11 +33,6 @@ tf_status cm_read_options(tf_section *section, cm_options *opt, tf_error *err)
     if ((st = tf_cfg_key_bool(section, keys, "progress_thread", &opt->progress_thread, err)))
         return st;
     if ((st = tf_cfg_key_int(section, keys, "progress_interval_us", &opt->progress_interval_us, err)))
-        return st;
-    /* the core's key (tfcore/comm.h), not in the table: read here too, with
-     * the core's bounds, because this plugin waits in its own loops */
-    if ((st = tf_cfg_float(section, "timeout_s", TF_COMM_TIMEOUT_DEFAULT, TF_COMM_TIMEOUT_MIN,
-                           TF_COMM_TIMEOUT_MAX, &opt->timeout_s, err)))
         return st;
     if ((st = tf_cfg_key_int(section, keys, "chunk_elements", &opt->chunk_elements, err)))
         return st;

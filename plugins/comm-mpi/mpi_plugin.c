@@ -186,6 +186,12 @@ static tf_status mpi_init(const tf_comm_init_args *args, tf_comm **out, tf_error
     if (args->world_size < 1 || args->rank < 0 || args->rank >= args->world_size)
         return cm_fail(NULL, err, "init: rank %d of world size %d is out of range", args->rank,
                        args->world_size);
+    double timeout_s = TF_COMM_TIMEOUT_DEFAULT; /* the core's comm.timeout_s (ABI 1.4) */
+    if (args->size >= offsetof(tf_comm_init_args, timeout_s) + sizeof args->timeout_s)
+        timeout_s = args->timeout_s;
+    if (!(timeout_s >= TF_COMM_TIMEOUT_MIN && timeout_s <= TF_COMM_TIMEOUT_MAX))
+        return cm_fail(NULL, err, "init: timeout_s %g is outside [%g, %g]", timeout_s, TF_COMM_TIMEOUT_MIN,
+                       TF_COMM_TIMEOUT_MAX);
     cm_options opt;
     tf_status st = cm_read_options(args->section, &opt, err);
     if (st) return st;
@@ -197,7 +203,7 @@ static tf_status mpi_init(const tf_comm_init_args *args, tf_comm **out, tf_error
     c->bvt = args->backend;
     c->be = args->be;
     c->chunk = (size_t)opt.chunk_elements;
-    c->timeout_s = opt.timeout_s;
+    c->timeout_s = timeout_s;
     c->poll_ns = (long)opt.progress_interval_us * 1000L;
     c->comm = MPI_COMM_NULL;
     int provided = MPI_THREAD_SINGLE;

@@ -502,6 +502,12 @@ static tf_status nccl_init(const tf_comm_init_args *args, tf_comm **out, tf_erro
                             args->rank, args->world_size, args->local_rank);
     if (!args->backend || !args->be)
         return tf_error_set(err, TF_ERR_RUNTIME, "comm-nccl: rank %d: init: no backend", args->rank);
+    double timeout_s = TF_COMM_TIMEOUT_DEFAULT; /* the core's comm.timeout_s (ABI 1.4) */
+    if (args->size >= offsetof(tf_comm_init_args, timeout_s) + sizeof args->timeout_s)
+        timeout_s = args->timeout_s;
+    if (!(timeout_s >= TF_COMM_TIMEOUT_MIN && timeout_s <= TF_COMM_TIMEOUT_MAX))
+        return tf_error_set(err, TF_ERR_RUNTIME, "comm-nccl: rank %d: init: timeout_s %g is outside [%g, %g]",
+                            args->rank, timeout_s, TF_COMM_TIMEOUT_MIN, TF_COMM_TIMEOUT_MAX);
     const tf_backend_vtable *bvt = args->backend;
     /* The same on every rank, so every rank fails here at once. */
     if (!TF_HAS(bvt, native_stream)) {
@@ -522,6 +528,7 @@ static tf_status nccl_init(const tf_comm_init_args *args, tf_comm **out, tf_erro
     atomic_init(&c->aborted, false);
 
     tf_status st = nccl_read_options(args->section, &c->opt, err);
+    c->opt.timeout_s = timeout_s;
     if (!st) st = nccl_boot_resolve(&c->boot, &c->opt, c->rank, c->world_size, args->shared, err);
     if (st) {
         nccl_shared_fail(args->shared, c->rank, err->msg);

@@ -44,6 +44,8 @@
 #include "tfcore/error.h"
 #include "tfcore/plugin.h"
 
+#include "plan.h" /* tf_comm_settings_read: the core's keys of the comm section */
+
 #define MAX_RANKS 64
 #define MAX_OVERRIDES 16
 
@@ -347,10 +349,16 @@ static tf_status run_rank(const opts *o, const tf_comm_vtable *cvt, int rank, in
         tf_config_free(cfg);
         return st;
     }
+    tf_comm_settings core; /* the core's keys, as the core reads them (comm.timeout_s) */
+    if ((st = tf_comm_settings_read(tf_config_section(cfg, "comm"), &core, err))) {
+        if (bvt != &fake_vt) bvt->close(be);
+        tf_config_free(cfg);
+        return st;
+    }
     tf_comm_init_args a = {.size = sizeof a, .section = tf_config_section(cfg, "comm"),
                            .rank = rank, .world_size = o->world, .local_rank = local_rank,
                            .backend = bvt, .be = be, .shared = shared,
-                           .local_world_size = o->world};
+                           .local_world_size = o->world, .timeout_s = core.timeout_s};
     tf_comm *c = NULL;
     st = cvt->init(&a, &c, err);
     if (!st && o->abort_rank >= 0) {
@@ -465,19 +473,16 @@ static int cmd_check_config(const char *plugin, const char *path)
     const tf_plugin *p = load_plugin(plugin, TF_KIND_COMM, &err);
     tf_config *cfg = NULL;
     tf_status st = p ? tf_config_load(&cfg, path, &err) : err.code;
-    if (!st) {
-        /* the core's keys, read (and so known) as the core reads them */
-        tf_section *sec = tf_config_section(cfg, "comm");
-        const char *name = NULL, *mpirun_args = NULL;
-        long long world = 0;
-        double bucket = 0;
-        st = tf_cfg_string(sec, "plugin", NULL, &name, &err);
-        if (!st) st = tf_cfg_int(sec, "world_size", 1, 1, 1 << 20, &world, &err);
-        if (!st) st = tf_cfg_float(sec, "bucket_mb", 25.0, 0.0, 1e6, &bucket, &err);
-        if (!st) st = tf_cfg_string(sec, "mpirun_args", NULL, &mpirun_args, &err);
-        if (!st) st = ((const tf_comm_vtable *)p->vtable)->check_config(sec, &err);
-        if (!st) st = tf_config_check_unread(cfg, &err);
-    }
+    if (st) goto out;
+    /* the core's keys, read (and so known) by the core's own function */
+    tf_section *sec = tf_config_section(cfg, "comm");
+    const char *name = NULL;
+    tf_comm_settings core;
+    if ((st = tf_cfg_string(sec, "plugin", NULL, &name, &err)) || (st = tf_comm_settings_read(sec, &core, &err)) ||
+        (st = ((const tf_comm_vtable *)p->vtable)->check_config(sec, &err)))
+        goto out;
+    st = tf_config_check_unread(cfg, &err);
+out:
     tf_config_free(cfg);
     if (st) say("%s", err.msg);
     else say("ok");

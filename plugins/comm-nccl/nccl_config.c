@@ -1,8 +1,8 @@
 /* nccl_config.c — comm-nccl's own keys of the comm section, as one table
  * (tfcore/config_keys.h; README.md's key section is generated from it). The
  * core owns plugin, world_size, bucket_mb, mpirun_args and timeout_s: they
- * are not in the table, and only timeout_s is read here (with the core's
- * bounds), because this plugin waits in its own loops. */
+ * are not in the table, and this plugin never reads them (timeout_s comes in
+ * tf_comm_init_args, comm_nccl.c). */
 #include <string.h>
 
 #include "nccl_internal.h"
@@ -64,10 +64,6 @@ tf_status nccl_read_options(tf_section *sec, nccl_options *o, tf_error *err)
     if ((st = tf_cfg_key_string(sec, keys, "bootstrap_file", &o->bootstrap_file, err))) return st;
     if ((st = tf_cfg_key_string(sec, keys, "bootstrap_token", &o->bootstrap_token, err))) return st;
     if ((st = tf_cfg_key_float(sec, keys, "bootstrap_timeout_s", &o->bootstrap_timeout_s, err))) return st;
-    /* the core's key (tfcore/comm.h), not in the table: read with its bounds */
-    if ((st = tf_cfg_float(sec, "timeout_s", TF_COMM_TIMEOUT_DEFAULT, TF_COMM_TIMEOUT_MIN,
-                           TF_COMM_TIMEOUT_MAX, &o->timeout_s, err)))
-        return st;
     if ((st = tf_cfg_key_string(sec, keys, "reduce_dtype", &rdt, err))) return st;
 
     for (int k = NCCL_BOOT_AUTO; k <= NCCL_BOOT_FILE; k++)

@@ -30,7 +30,8 @@ typedef struct nccl_options {
     const char *bootstrap_file;  /* NULL when not set; lives as long as the config */
     const char *bootstrap_token; /* NULL: taken from the environment (Slurm, PBS, LSF, Flux) */
     double bootstrap_timeout_s;  /* how long a rank waits for the id / for the others */
-    double timeout_s;            /* how long the host waits in a blocking collective */
+    double timeout_s;            /* how long the host waits in a blocking collective: the
+                                  * core's comm.timeout_s, from tf_comm_init_args */
 } nccl_options;
 
 #define NCCL_TOKEN_MAX 128 /* bytes of a job token, without the NUL */

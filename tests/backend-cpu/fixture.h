@@ -47,7 +47,7 @@ static tf_error err;
 
 static inline tf_backend *open_threads(int threads)
 {
-    tf_backend_open_args a = {sizeof a, 0, threads, 1234, NULL};
+    tf_backend_open_args a = {sizeof a, 0, threads, 1234, NULL, 1};
     tf_backend *b = NULL;
     ck_assert_int_eq(vt->open(&a, &b, &err), TF_OK);
     ck_assert_ptr_nonnull(b);

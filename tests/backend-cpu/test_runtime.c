@@ -51,7 +51,7 @@ END_TEST
 START_TEST(test_open_errors)
 {
     tf_backend *b = (tf_backend *)&err;
-    tf_backend_open_args a = {sizeof a, 0, 1, 0, NULL};
+    tf_backend_open_args a = {sizeof a, 0, 1, 0, NULL, 1};
     ASSERT_ERR(vt->open(NULL, &b, &err), TF_ERR_RUNTIME, "args is NULL");
     ASSERT_ERR(vt->open(&a, NULL, &err), TF_ERR_RUNTIME, "out is NULL");
     a.size = 8;
@@ -78,7 +78,7 @@ START_TEST(test_config_threads)
     tf_config *cfg = NULL;
     tf_section *sec = backend_section("backend = { plugin = \"cpu\"; threads = 1; };", &cfg);
     ck_assert_int_eq(vt->check_config(sec, &err), TF_OK);
-    tf_backend_open_args a = {sizeof a, 0, 0, 0, sec};
+    tf_backend_open_args a = {sizeof a, 0, 0, 0, sec, 1};
     tf_backend *b = NULL;
     ck_assert_int_eq(vt->open(&a, &b, &err), TF_OK);
     ck_assert_int_eq(b->threads, 1);

@@ -1,5 +1,5 @@
 /* fuzz_archive_extract.c — libFuzzer target for unpacking a downloaded
- * dataset (core/src/archive_extract.c): any bytes as an archive, unpacked
+ * dataset (core/sdk/archive_extract.c): any bytes as an archive, unpacked
  * into a fresh folder with small limits, and any bytes as an entry name and
  * a link target. What is accepted must stay inside: after an unpack the
  * folder holds only files, folders and links whose targets stay inside it,

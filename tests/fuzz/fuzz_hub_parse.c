@@ -1,5 +1,5 @@
 /* fuzz_hub_parse.c — libFuzzer target for what tfcore reads from a hub
- * server and from the cache (core/src/hub_parse.c): any bytes as a response's
+ * server and from the cache (core/sdk/hub_parse.c): any bytes as a response's
  * header lines, an ETag, a refs/<revision> file and a revision name. What is
  * accepted must be usable as a file name in the cache.
  * Run: scripts/fuzz.sh 60 hub_parse */

@@ -1,5 +1,5 @@
 /* fuzz_safetensors_index.c — libFuzzer target for the sharded-weights index
- * (core/src/safetensors_set.c): any bytes as model.safetensors.index.json in
+ * (core/sdk/safetensors_set.c): any bytes as model.safetensors.index.json in
  * a folder holding two good shards (a, b in model-00001-of-00002, c in
  * model-00002-of-00002) and one file outside it. What it accepts must be
  * the tensors of the shards its weight_map names, each once, from its own

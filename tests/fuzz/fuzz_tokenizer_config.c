@@ -1,5 +1,5 @@
 /* fuzz_tokenizer_config.c — libFuzzer target for tokenizer_config.json
- * parsing (core/src/tokenizer_config.c): arbitrary bytes through
+ * parsing (core/sdk/tokenizer_config.c): arbitrary bytes through
  * tf_tokenizer_config_parse.
  * Invariants checked: success leaves every field -1, 0 or 1; failure is
  * TF_ERR_DATA with a one-line message naming the label and leaves the

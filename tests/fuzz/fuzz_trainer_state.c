@@ -1,5 +1,5 @@
 /* fuzz_trainer_state.c — libFuzzer target for the resume reader
- * (core/src/trainer_state.c): any bytes as a checkpoint's trainer_state.json.
+ * (core/runtime/trainer_state.c): any bytes as a checkpoint's trainer_state.json.
  * What it accepts must be counters a run can continue from; what it refuses
  * must be one TF_ERR_DATA line naming the file.
  * Run: scripts/fuzz.sh 60 trainer_state */

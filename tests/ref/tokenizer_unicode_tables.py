@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""tokenizer_unicode_tables: regenerate core/src/tokenizer_unicode_tables.h.
+"""tokenizer_unicode_tables: regenerate core/sdk/tokenizer_unicode_tables.h.
 
 Hugging Face's fast BERT tokenizer classifies characters with Rust crates whose
 Unicode data is older (Unicode 8) than utf8proc's; its lowercasing is Rust's

@@ -556,7 +556,7 @@ def main():
     probe = subprocess.run(tfcore_bin() + ["tokenize", "--help"], capture_output=True, text=True)
     if probe.returncode != 0:
         if "not available" in probe.stderr:
-            # core/src/cli_main.c does not dispatch the verb yet
+            # core/cli/cli_main.c does not dispatch the verb yet
             print("SKIP: %s has no tokenize verb yet (%s)" % (b, probe.stderr.strip()))
             sys.exit(77)
         print("FAIL: %s tokenize --help: exit %d: %s" % (b, probe.returncode, probe.stderr.strip()))

@@ -87,6 +87,12 @@ typedef struct tf_backend_open_args {
     int threads;          /* host threads to use; 0 = the backend's default */
     uint64_t seed;        /* base seed of the backend's random streams */
     tf_section *section;  /* the config's "backend" section (backend-specific keys) */
+    /* --- appended in ABI 1.4: read only when size covers it ------------------ */
+    /* Workers of this job on this machine, this one included, which share its
+     * cores (threads of one process or processes); 0 or 1: this worker alone.
+     * A host backend gives each a share of the cores unless threads > 0 or
+     * its own config names a number. */
+    int local_world_size;
 } tf_backend_open_args;
 
 typedef struct tf_backend_mem_info {

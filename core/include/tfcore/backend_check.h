@@ -1,5 +1,5 @@
 /* tfcore/backend_check.h — the argument checks of the backend slots, written
- * once in libtfcore (core/src/backend_check.c) for every backend: a backend
+ * once in libtfcore (core/sdk/backend_check.c) for every backend: a backend
  * calls them first and keeps only what is specific to it (its dtypes and
  * matmul modes, its size limits, checks that read device memory).
  *

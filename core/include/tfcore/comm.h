@@ -55,17 +55,22 @@ typedef struct tf_comm_init_args {
      * TF_LAUNCH_EXTERNAL: NULL (the launcher's own runtime connects the ranks). */
     void *shared;
     int local_world_size;             /* workers on this machine (<= world_size) */
+    /* --- appended in ABI 1.4: read only when size covers it ------------------ */
+    /* comm.timeout_s, which the core owns (below): a plugin that waits in its
+     * own loops gives up TF_COMM_TIMEOUT_GRACE_S after it. Args from an older
+     * core end before it: the plugin then uses TF_COMM_TIMEOUT_DEFAULT. */
+    double timeout_s;
 } tf_comm_init_args;
 
 /* comm.timeout_s: the seconds a rank may wait in one collective, measured
  * from when it entered it, before the job is stopped. The core reads and
  * validates the key (its flight recorder and the launcher enforce it for
- * every plugin); a plugin that waits in its own loops (mpi, nccl) reads the
- * same key with these bounds so that it never waits forever. */
+ * every plugin) and passes it in tf_comm_init_args.timeout_s; plugins never
+ * read the key themselves. */
 #define TF_COMM_TIMEOUT_DEFAULT 600.0
 #define TF_COMM_TIMEOUT_MIN 0.1
 #define TF_COMM_TIMEOUT_MAX 604800.0
-/* Such a plugin gives up this many seconds after comm.timeout_s, so that the
+/* A plugin that waits in its own loops gives up this many seconds after comm.timeout_s, so that the
  * launching tfcore, which reads every rank's recorder, reports first (a
  * plugin's error would end its rank, and mpirun continues a stopped rank
  * with SIGCONT before it kills it: the report would no longer see it

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pipeline_step.h"
+#include "trainer_pipeline.h"
 #include "trainer_internal.h"
 #include "tfcore/log.h"
 

@@ -1,8 +1,8 @@
-/* pipeline_step.h — running a pipeline stage in the trainer (pipeline.h says
- * what a pipeline is; pipeline_step.c does it). The trainer reaches these
+/* trainer_pipeline.h — running a pipeline stage in the trainer (pipeline.h says
+ * what a pipeline is; trainer_pipeline.c does it). The trainer reaches these
  * through t->pipe (NULL without a pipeline section). */
-#ifndef TFCORE_PIPELINE_STEP_H
-#define TFCORE_PIPELINE_STEP_H
+#ifndef TFCORE_TRAINER_PIPELINE_H
+#define TFCORE_TRAINER_PIPELINE_H
 
 #include <jansson.h>
 #include <stdbool.h>

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "comm_peers.h"
-#include "pipeline_step.h"
+#include "trainer_pipeline.h"
 #include "trainer_internal.h"
 #include "tfcore/log.h"
 
@@ -43,7 +43,8 @@ tf_status tf_trainer_comm_init(tf_trainer *t, tf_error *err)
     t->cvt = w->cvt;
     t->root_only = t->cvt->optimizer_on_root_only();
     tf_comm_init_args a = {sizeof a,  tf_config_section(t->plan->cfg, "comm"), w->rank, w->world, w->local_rank,
-                           t->bvt,    t->be,                                  w->shared, w->local_world};
+                           t->bvt,    t->be,                                  w->shared, w->local_world,
+                           t->plan->comm.timeout_s};
     /* the flight recorder: the launcher's, or one of this rank's own */
     if (w->recorder) {
         t->rec = &w->recorder->rank[w->rank];

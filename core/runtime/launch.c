@@ -1,5 +1,4 @@
 /* launch.c — starting a job's workers and stopping them together (launch.h). */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -271,44 +270,6 @@ static bool stall_check(stall_watch *sw, bool force)
 
 /* --- hints and checks before any work ---------------------------------------- */
 
-/* A config in the same folder as config_file that runs on the CPU (the
- * comparison's cpu_*.cfg, else quickstart.cfg), into out[n]; "" for none. */
-static void suggest_cpu_config(const char *config_file, char *out, size_t n)
-{
-    out[0] = '\0';
-    if (!config_file) return;
-    char dir[PATH_MAX];
-    const char *slash = strrchr(config_file, '/');
-    if (slash)
-        snprintf(dir, sizeof dir, "%.*s", (int)(slash - config_file), config_file);
-    else
-        snprintf(dir, sizeof dir, ".");
-    DIR *d = opendir(dir[0] ? dir : "/");
-    if (!d) return;
-    char best[256] = "";
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        const char *name = de->d_name;
-        size_t len = strlen(name);
-        if (len < 5 || strcmp(name + len - 4, ".cfg") != 0) continue;
-        bool cpu = strncmp(name, "cpu_", 4) == 0, quick = strcmp(name, "quickstart.cfg") == 0;
-        if (!cpu && !quick) continue;
-        if (!best[0] || (cpu && (strncmp(best, "cpu_", 4) != 0 || strcmp(name, best) < 0)))
-            snprintf(best, sizeof best, "%s", name);
-    }
-    closedir(d);
-    if (best[0]) snprintf(out, n, "%s/%s", slash ? dir : ".", best);
-}
-
-void tf_launch_hint_cpu_config(const char *config_file, tf_error *err)
-{
-    char cpu[PATH_MAX + 260]; /* a folder and a file name */
-    suggest_cpu_config(config_file, cpu, sizeof cpu);
-    if (!err || !cpu[0] || (config_file && strcmp(cpu, config_file) == 0)) return;
-    size_t len = strlen(err->msg);
-    snprintf(err->msg + len, sizeof err->msg - len, "; on this machine run %.300s instead", cpu);
-}
-
 /* mpirun places ranks on other machines — comm.mpirun_args names hosts, or
  * it runs inside a Slurm allocation of several nodes (Open MPI reads the
  * allocation and starts ranks on all of them) — so this machine's device
@@ -323,7 +284,7 @@ static bool mpirun_names_hosts(const tf_plan *plan)
 }
 
 /* The backend must have a device for each worker on this machine. */
-static tf_status check_devices(const tf_plan *plan, int needed, tf_error *err)
+static tf_status check_devices(const tf_plan *plan, const tf_launch_cmd *cmd, int needed, tf_error *err)
 {
     const tf_loaded_plugin *bp = plan->plugin[TF_KIND_BACKEND];
     const tf_backend_vtable *bvt = bp->desc->vtable;
@@ -339,7 +300,7 @@ static tf_status check_devices(const tf_plan *plan, int needed, tf_error *err)
     else
         tf_error_set(err, TF_ERR_CONFIG, "%s: comm.world_size %d needs %d %s devices on this machine, but it has %d",
                      where, plan->comm.world_size, needed, bp->desc->name, have);
-    tf_launch_hint_cpu_config(plan->config_file, err);
+    if (cmd && cmd->short_of_devices) cmd->short_of_devices(plan->config_file, err);
     return TF_ERR_CONFIG;
 }
 
@@ -372,20 +333,20 @@ static tf_status check_local_ranks(const tf_plan *plan, tf_error *err)
                         tf_cfg_where(cs, "world_size"), world, limit, why);
 }
 
-tf_status tf_launch_check_devices(const tf_plan *plan, tf_error *err)
+tf_status tf_launch_check_devices(const tf_plan *plan, const tf_launch_cmd *cmd, tf_error *err)
 {
     const tf_loaded_plugin *cp = plan->plugin[TF_KIND_COMM];
-    if (!cp) return check_devices(plan, 1, err);
+    if (!cp) return check_devices(plan, cmd, 1, err);
     external_env e;
     read_external_env(&e);
-    if (e.found && e.size > 1) return check_devices(plan, e.local_size, err);
+    if (e.found && e.size > 1) return check_devices(plan, cmd, e.local_size, err);
     const tf_comm_vtable *cvt = cp->desc->vtable;
     if (cvt->launch_mode() == TF_LAUNCH_EXTERNAL && mpirun_names_hosts(plan)) return TF_OK;
     if (cvt->launch_mode() == TF_LAUNCH_EXTERNAL) {
         tf_status st = check_local_ranks(plan, err);
         if (st) return st;
     }
-    return check_devices(plan, plan->comm.world_size, err);
+    return check_devices(plan, cmd, plan->comm.world_size, err);
 }
 
 /* --- one worker in this process ---------------------------------------------- */
@@ -651,17 +612,6 @@ static void describe_status(int status, char *out, size_t n)
         snprintf(out, n, "stopped (wait status %#x)", (unsigned)status);
 }
 
-/* Path of this executable, to re-execute. */
-static tf_status self_exe(char *out, size_t n, tf_error *err)
-{
-    ssize_t len = readlink("/proc/self/exe", out, n - 1);
-    if (len <= 0 || (size_t)len >= n - 1)
-        return tf_error_set(err, TF_ERR_RUNTIME, "cannot find the tfcore executable (/proc/self/exe): %s",
-                            strerror(errno));
-    out[len] = '\0';
-    return TF_OK;
-}
-
 /* A job that must report its start: `want` bytes appended to `path` before
  * `deadline` (tf_now()), or it is stopped. */
 typedef struct start_wait {
@@ -786,10 +736,12 @@ static tf_status status_of(int status)
     return TF_ERR_RUNTIME;
 }
 
-static tf_status run_processes(const tf_plan *plan, int world, int argc, char **argv, tf_error *err)
+static tf_status run_processes(const tf_plan *plan, int world, const tf_launch_cmd *cmd, tf_error *err)
 {
+    int argc = cmd->argc;
+    char **argv = cmd->argv;
     char exe[PATH_MAX];
-    tf_status st = self_exe(exe, sizeof exe, err);
+    tf_status st = cmd->program(exe, sizeof exe, err);
     if (st) return st;
     /* the TF_COMM_SHARED_BYTES region every worker maps (tfcore/comm.h) */
     int fd = memfd_create("tfcore-comm-shared", 0); /* inherited across exec on purpose */
@@ -938,15 +890,17 @@ static void machine_id(char *out, size_t n)
     snprintf(out, n, "%s/%lu", boot, (unsigned long)sb.st_ino);
 }
 
-static tf_status relaunch_under_mpirun(const tf_plan *plan, int world, int argc, char **argv, tf_error *err)
+static tf_status relaunch_under_mpirun(const tf_plan *plan, int world, const tf_launch_cmd *cmd, tf_error *err)
 {
     if (getenv(ENV_RELAUNCHED))
         return tf_error_set(err, TF_ERR_RUNTIME,
                             "tfcore re-executed itself under %s but finds no rank in its environment "
                             "(OMPI_COMM_WORLD_RANK, PMI_RANK): is that Open MPI's mpirun?",
                             TF_MPIRUN);
+    int argc = cmd->argc;
+    char **argv = cmd->argv;
     char exe[PATH_MAX];
-    tf_status st = self_exe(exe, sizeof exe, err);
+    tf_status st = cmd->program(exe, sizeof exe, err);
     if (st) return st;
     enum { MAX_EXTRA = 64 };
     size_t cap = (size_t)argc + 64 + MAX_EXTRA;
@@ -1141,7 +1095,7 @@ static tf_comm_recorder *started_under_launcher(int world)
 
 /* --- the dispatcher ----------------------------------------------------------- */
 
-tf_status tf_launch_train(const tf_plan *plan, int argc, char **argv, tf_error *err)
+tf_status tf_launch_train(const tf_plan *plan, const tf_launch_cmd *cmd, tf_error *err)
 {
     const tf_loaded_plugin *cp = plan->plugin[TF_KIND_COMM];
     const tf_comm_vtable *cvt = cp ? cp->desc->vtable : NULL;
@@ -1175,7 +1129,7 @@ tf_status tf_launch_train(const tf_plan *plan, int argc, char **argv, tf_error *
     if (external && e.size != world)
         return tf_error_set(err, TF_ERR_CONFIG, "%s: %s started %d ranks, but comm.world_size is %d",
                             tf_cfg_where(cs, "world_size"), e.source, e.size, world);
-    tf_status st = tf_launch_check_devices(plan, err);
+    tf_status st = tf_launch_check_devices(plan, cmd, err);
     /* overwrite_output_dir, once per job: by the launcher, or by rank 0 of an external launch */
     if (!st && (!external || e.rank == 0)) st = tf_output_dir_check(&plan->training, err);
     if (st) return st;
@@ -1194,14 +1148,14 @@ tf_status tf_launch_train(const tf_plan *plan, int argc, char **argv, tf_error *
     }
     switch (mode) {
     case TF_LAUNCH_THREADS: tf_stop_install(); return run_threads(plan, cvt, world, err);
-    case TF_LAUNCH_PROCESSES: return run_processes(plan, world, argc, argv, err);
+    case TF_LAUNCH_PROCESSES: return run_processes(plan, world, cmd, err);
     case TF_LAUNCH_EXTERNAL:
         if (world == 1) { /* MPI starts a singleton without mpirun */
             tf_worker w = {0, 1, 0, 1, TF_LAUNCH_EXTERNAL, cvt, NULL, NULL};
             tf_stop_install();
             return run_one(plan, &w, err);
         }
-        return relaunch_under_mpirun(plan, world, argc, argv, err);
+        return relaunch_under_mpirun(plan, world, cmd, err);
     }
     return tf_error_set(err, TF_ERR_PLUGIN, "comm '%s' returned an unknown launch mode %d", cp->desc->name, (int)mode);
 }

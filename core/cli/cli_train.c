@@ -4,9 +4,11 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_launch.h"
 #include "stop_signal.h"
 #include "launch.h"
 #include "plan.h"
+#include "stack.h"
 
 static void usage(FILE *out)
 {
@@ -54,14 +56,15 @@ int tf_cli_train(int argc, char **argv)
     }
     tf_error err = {0};
     tf_plan plan;
+    tf_launch_cmd cmd = tf_cli_launch_cmd(argc, argv);
     if (tf_plan_resolve(&plan, config, overrides, nover, NULL, 0, &err)) {
         /* a GPU config on a machine without one: say which config runs here */
-        if (err.code == TF_ERR_PLUGIN && strstr(err.msg, "cannot run here")) tf_launch_hint_cpu_config(config, &err);
+        if (err.code == TF_ERR_PLUGIN && strstr(err.msg, "cannot run here")) tf_cli_hint_cpu_config(config, &err);
         rc = tf_cli_fail(&err);
         goto out;
     }
     if (dry_run) {
-        if (tf_launch_check_devices(&plan, &err) || tf_plan_check_precision(&plan, &err)) {
+        if (tf_launch_check_devices(&plan, &cmd, &err) || tf_stack_check_precision(&plan, &err)) {
             rc = tf_cli_fail(&err);
             tf_plan_free(&plan);
             goto out;
@@ -74,7 +77,7 @@ int tf_cli_train(int argc, char **argv)
             goto out;
         }
         tf_config_dump(plan.cfg, stdout);
-    } else if (tf_launch_train(&plan, argc, argv, &err)) {
+    } else if (tf_launch_train(&plan, &cmd, &err)) {
         /* an empty message: the failing worker printed its error itself */
         rc = err.msg[0] ? tf_cli_fail(&err) : (int)err.code;
     } else if (tf_stop_was_stopped()) {

@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include "lr_schedule.h"
-#include "pipeline_step.h"
-#include "preflight.h"
+#include "trainer_pipeline.h"
+#include "trainer_preflight.h"
 #include "sampler.h"
 #include "stop_signal.h"
 #include "trainer.h"
@@ -148,21 +148,6 @@ tf_status tf_trainer_upload(tf_trainer *t, tf_error *err)
     return TF_OK;
 }
 
-/* Host threads for this worker's backend: the cores shared among the workers
- * on this machine, unless backend.threads asks for a number (0 = share). */
-static int backend_threads(const tf_trainer *t)
-{
-    if (t->w.local_world <= 1) return 0; /* the backend's default: every core */
-    tf_section *bs = tf_config_section(t->plan->cfg, "backend");
-    long long v = 0;
-    tf_error ignore;
-    if (tf_cfg_has(bs, "threads") && tf_cfg_int(bs, "threads", 0, 0, 1LL << 20, &v, &ignore) == TF_OK && v > 0)
-        return 0; /* the config's number, which the backend reads itself */
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    long share = cores / t->w.local_world;
-    return share < 1 ? 1 : (int)share;
-}
-
 tf_status tf_trainer_setup(tf_trainer *t, const tf_plan *plan, const tf_worker *w, tf_error *err)
 {
     memset(t, 0, sizeof *t);
@@ -180,7 +165,7 @@ tf_status tf_trainer_setup(tf_trainer *t, const tf_plan *plan, const tf_worker *
     tf_status st;
 
     t->dvt = plan->plugin[TF_KIND_DATASET]->desc->vtable;
-    tf_stack_options so = {.device = w->local_rank, .threads = backend_threads(t), .with_model = true,
+    tf_stack_options so = {.device = w->local_rank, .local_world = w->local_world, .with_model = true,
                            .defer_loss = true, .label_smoothing_factor = (float)a->label_smoothing_factor,
                            .gradient_checkpointing = a->gradient_checkpointing};
     st = tf_stack_open(&t->stack, plan, &so, err);

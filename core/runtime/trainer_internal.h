@@ -1,5 +1,5 @@
 /* trainer_internal.h — what the trainer's files share (trainer.c,
- * trainer_eval.c, trainer_checkpoint.c, run_output.c). */
+ * trainer_eval.c, trainer_checkpoint.c, trainer_run_output.c). */
 #ifndef TFCORE_TRAINER_INTERNAL_H
 #define TFCORE_TRAINER_INTERNAL_H
 
@@ -129,7 +129,7 @@ void tf_progress_end(tf_progress *p);
 
 tf_status tf_open_log(tf_trainer *t, tf_error *err);
 /* After a resume (rank 0): drop log.jsonl's lines past t->global_step and
- * reopen it for appending (run_log_resume.c). */
+ * reopen it for appending (trainer_run_log_resume.c). */
 tf_status tf_log_resume_trim(tf_trainer *t, tf_error *err);
 /* One logging step: log.jsonl line + Trainer-style line on stderr; fails
  * (naming log.jsonl) when the line cannot be written. */

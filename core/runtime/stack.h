@@ -42,6 +42,7 @@ typedef struct tf_stack {
 typedef struct tf_stack_options {
     int device;                   /* the backend's device index (the worker's local rank) */
     int threads;                  /* the backend's host threads (0: its default) */
+    int local_world;              /* workers sharing this machine's cores (0 or 1: this one alone) */
     bool with_model;              /* false: backend and precision only (the --dry-run check) */
     bool defer_loss;              /* ask for defer_loss when the model has read_loss (tfcore/model.h) */
     float label_smoothing_factor; /* tf_model_create_args' (0 without labels) */
@@ -54,5 +55,10 @@ typedef struct tf_stack_options {
 tf_status tf_stack_open(tf_stack *s, const tf_plan *plan, const tf_stack_options *o, tf_error *err);
 /* Close what is open, in reverse order; s is zeroed (closing twice is safe). */
 void tf_stack_close(tf_stack *s);
+
+/* Open the plan's backend (device 0) and create its precision, to check the
+ * backend can compute in that precision (`--dry-run`; a run checks it at
+ * setup), and close them again. */
+tf_status tf_stack_check_precision(const tf_plan *plan, tf_error *err);
 
 #endif

@@ -17,8 +17,10 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_launch.h"
 #include "launch.h"
 #include "plan.h"
+#include "stack.h"
 
 static void usage(FILE *out)
 {
@@ -85,20 +87,21 @@ int tf_cli_eval(int argc, char **argv)
     const char *unset[2] = {"training.resume_from_checkpoint", "model.preset"};
     tf_error err = {0};
     tf_plan plan;
+    tf_launch_cmd cmd = tf_cli_launch_cmd(argc, argv);
     if (tf_plan_resolve(&plan, config, ov, nov, unset, model ? 2 : 1, &err)) {
-        if (err.code == TF_ERR_PLUGIN && strstr(err.msg, "cannot run here")) tf_launch_hint_cpu_config(config, &err);
+        if (err.code == TF_ERR_PLUGIN && strstr(err.msg, "cannot run here")) tf_cli_hint_cpu_config(config, &err);
         rc = tf_cli_fail(&err);
         goto out;
     }
     if (dry_run) {
-        if (tf_launch_check_devices(&plan, &err) || tf_plan_check_precision(&plan, &err)) {
+        if (tf_launch_check_devices(&plan, &cmd, &err) || tf_stack_check_precision(&plan, &err)) {
             rc = tf_cli_fail(&err);
         } else {
             printf("# tfcore eval --dry-run: %s resolved; every plugin and key checked\n", config);
             tf_plan_print_plugins(&plan, stdout);
             tf_config_dump(plan.cfg, stdout);
         }
-    } else if (tf_launch_train(&plan, argc, argv, &err)) {
+    } else if (tf_launch_train(&plan, &cmd, &err)) {
         /* an empty message: the failing worker printed its error itself */
         rc = err.msg[0] ? tf_cli_fail(&err) : (int)err.code;
     }

@@ -44,7 +44,7 @@ typedef struct tf_trainer {
     /* the data-parallel view: which shard of the samples this worker reads,
      * of how many (rank, world; a pipeline's stages share their replica's) */
     int data_rank, data_world;
-    struct tf_pipeline *pipe; /* this worker's pipeline stage (pipeline_step.h), or NULL */
+    struct tf_pipeline *pipe; /* this worker's pipeline stage (trainer_pipeline.h), or NULL */
 
     tf_stack stack;           /* backend, precision and model (opened and closed as one) */
     /* shorthand for the stack's parts, as the step uses them (set by setup) */

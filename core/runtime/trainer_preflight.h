@@ -1,11 +1,11 @@
-/* preflight.h — before the first step, the workers of a job check that they
+/* trainer_preflight.h — before the first step, the workers of a job check that they
  * run the same thing: the resolved config, the plugins and their versions,
  * the parameter layout and the data plan. A rank started with another -o
  * value, another build or another dataset file stops the job with one line
  * naming the first differing rank and what differs, instead of a hang or a
  * wrong result later. */
-#ifndef TFCORE_PREFLIGHT_H
-#define TFCORE_PREFLIGHT_H
+#ifndef TFCORE_TRAINER_PREFLIGHT_H
+#define TFCORE_TRAINER_PREFLIGHT_H
 
 #include "trainer_internal.h"
 

@@ -1,5 +1,5 @@
-/* preflight.c — the workers' agreement check before the first step
- * (preflight.h). Each item is a 64-bit FNV-1a digest:
+/* trainer_preflight.c — the workers' agreement check before the first step
+ * (trainer_preflight.h). Each item is a 64-bit FNV-1a digest:
  *   - the resolved config as --dry-run prints it (comments, which carry the
  *     config file's path and whether a value came from -o, left out), spread
  *     over CONFIG_BUCKETS digests by key so a difference names its key;
@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "plan.h"
-#include "preflight.h"
+#include "trainer_preflight.h"
 #include "tfcore/log.h"
 
 #define CONFIG_BUCKETS 64

@@ -1,4 +1,4 @@
-/* run_output.c — what a run writes and shows: log.jsonl (a line per logging
+/* trainer_run_output.c — what a run writes and shows: log.jsonl (a line per logging
  * step and per evaluation), results.json (Trainer's metric names plus where
  * the time went), Trainer-style dict lines, and a live progress line on a
  * terminal. */
@@ -13,7 +13,7 @@
 
 #include "tfcore/file.h"
 #include "tfcore/log.h"
-#include "pipeline_step.h"
+#include "trainer_pipeline.h"
 #include "trainer_internal.h"
 
 double tf_peak_rss_mb(void)

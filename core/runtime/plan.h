@@ -28,6 +28,11 @@ typedef struct tf_comm_settings {
                                 before the job is stopped (comm_recorder.h) */
 } tf_comm_settings;
 
+/* Read the core's keys of the comm section cs (NULL: none, the defaults of a
+ * single-worker run) into out, with their defaults and bounds. The comm
+ * plugins never read them; drivers that stand in for the core call this. */
+tf_status tf_comm_settings_read(tf_section *cs, tf_comm_settings *out, tf_error *err);
+
 typedef struct tf_plan {
     tf_config *cfg;
     tf_registry *reg;
@@ -54,10 +59,6 @@ tf_status tf_plan_resolve(tf_plan *plan, const char *config_file, char *const *o
 tf_status tf_plan_resolve_for(tf_plan *plan, const char *config_file, char *const *overrides, size_t noverrides,
                               const char *const *unsets, size_t nunsets, bool data_optional, tf_error *err);
 void tf_plan_free(tf_plan *plan);
-
-/* Open the backend (device 0) and create the precision, to check the backend
- * can compute in that precision (`--dry-run`; a run checks it at setup). */
-tf_status tf_plan_check_precision(const tf_plan *plan, tf_error *err);
 
 /* Human-readable summary of the plugins chosen, as libconfig comments. */
 void tf_plan_print_plugins(const tf_plan *plan, FILE *out);

@@ -1,4 +1,4 @@
-/* pipeline_step.c — a pipeline stage's part of training (pipeline_step.h).
+/* trainer_pipeline.c — a pipeline stage's part of training (trainer_pipeline.h).
  *
  * Buffers, each [rows, seq, hidden] of the compute dtype for the largest
  * micro-batch (the boundary activation, tfcore/model.h stage_forward):
@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pipeline_step.h"
+#include "trainer_pipeline.h"
 #include "stop_signal.h"
 #include "trainer.h"
 #include "trainer_internal.h"
@@ -42,7 +42,7 @@ struct tf_pipeline {
     uint64_t *send_seq;      /* [2M] their flight-recorder events */
     size_t nsends;
     tf_pipe_op *ops;      /* [2M] this stage's schedule */
-    /* what this worker measured (pipeline_step.h, tf_pipeline_json) */
+    /* what this worker measured (trainer_pipeline.h, tf_pipeline_json) */
     double busy_s;        /* forward, backward, recomputation */
     double sched_s;       /* the schedule's part of the steps: micro-batches and their messages */
     double wait_s;        /* of which waiting on a neighbour (receives, sends completing) */

@@ -2,7 +2,6 @@
 #include <string.h>
 
 #include "plan.h"
-#include "stack.h"
 #include "tfcore/backend.h"
 #include "tfcore/comm.h"
 #include "tfcore/dataset.h"
@@ -136,24 +135,10 @@ tf_status tf_plan_resolve_for(tf_plan *plan, const char *config_file, char *cons
                           plan->plugin[TF_KIND_PRECISION]->desc->name, flag_precision, flag_precision);
         goto fail;
     }
-    plan->comm = (tf_comm_settings){1, 25.0, "", 60.0, TF_COMM_TIMEOUT_DEFAULT};
     plan->config_file = config_file;
-    if (tf_config_has_section(plan->cfg, "comm")) {
-        tf_section *cs = tf_config_section(plan->cfg, "comm");
-        long long ws;
-        if ((st = tf_cfg_int(cs, "world_size", 1, 1, 4096, &ws, err))) goto fail;
-        plan->comm.world_size = (int)ws;
-        if ((st = tf_cfg_float(cs, "bucket_mb", 25.0, 0.001, 65536.0, &plan->comm.bucket_mb, err))) goto fail;
-        if ((st = tf_cfg_string(cs, "mpirun_args", "", &plan->comm.mpirun_args, err))) goto fail;
-        if ((st = tf_cfg_float(cs, "mpirun_start_timeout", 60.0, 1.0, 86400.0, &plan->comm.mpirun_start_timeout, err)))
-            goto fail;
-        /* one key for every comm plugin: the plugins that wait themselves (mpi, nccl) read it
-         * with the same default and bounds */
-        if ((st = tf_cfg_float(cs, "timeout_s", TF_COMM_TIMEOUT_DEFAULT, TF_COMM_TIMEOUT_MIN, TF_COMM_TIMEOUT_MAX,
-                               &plan->comm.timeout_s, err)))
-            goto fail;
-        if ((st = pick_plugin(plan, TF_KIND_COMM, NULL, err))) goto fail;
-    }
+    tf_section *cs = tf_config_has_section(plan->cfg, "comm") ? tf_config_section(plan->cfg, "comm") : NULL;
+    if ((st = tf_comm_settings_read(cs, &plan->comm, err))) goto fail;
+    if (cs && (st = pick_plugin(plan, TF_KIND_COMM, NULL, err))) goto fail;
     if ((st = tf_pipeline_settings_read(plan->cfg, plan->plugin[TF_KIND_COMM] != NULL, plan->comm.world_size,
                                         &plan->training, &plan->pipeline, err)))
         goto fail;
@@ -169,6 +154,23 @@ tf_status tf_plan_resolve_for(tf_plan *plan, const char *config_file, char *cons
 fail:
     tf_plan_free(plan);
     return st;
+}
+
+tf_status tf_comm_settings_read(tf_section *cs, tf_comm_settings *out, tf_error *err)
+{
+    *out = (tf_comm_settings){1, 25.0, "", 60.0, TF_COMM_TIMEOUT_DEFAULT};
+    if (!cs) return TF_OK;
+    long long ws;
+    tf_status st;
+    if ((st = tf_cfg_int(cs, "world_size", 1, 1, 4096, &ws, err))) return st;
+    out->world_size = (int)ws;
+    if ((st = tf_cfg_float(cs, "bucket_mb", 25.0, 0.001, 65536.0, &out->bucket_mb, err))) return st;
+    if ((st = tf_cfg_string(cs, "mpirun_args", "", &out->mpirun_args, err))) return st;
+    if ((st = tf_cfg_float(cs, "mpirun_start_timeout", 60.0, 1.0, 86400.0, &out->mpirun_start_timeout, err)))
+        return st;
+    /* one key for every comm plugin, passed to it in tf_comm_init_args.timeout_s */
+    return tf_cfg_float(cs, "timeout_s", TF_COMM_TIMEOUT_DEFAULT, TF_COMM_TIMEOUT_MIN, TF_COMM_TIMEOUT_MAX,
+                        &out->timeout_s, err);
 }
 
 void tf_plan_free(tf_plan *plan)
@@ -190,13 +192,4 @@ void tf_plan_print_plugins(const tf_plan *plan, FILE *out)
         else if (k == TF_KIND_COMM)
             fprintf(out, "#   %-9s (none: one worker)\n", tf_kind_name(k));
     }
-}
-
-tf_status tf_plan_check_precision(const tf_plan *plan, tf_error *err)
-{
-    tf_stack s;
-    tf_stack_options o = {.device = 0, .threads = 1, .with_model = false};
-    tf_status st = tf_stack_open(&s, plan, &o, err);
-    tf_stack_close(&s);
-    return st;
 }

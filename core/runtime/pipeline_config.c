@@ -2,7 +2,7 @@
  *     pipeline = { stages = 2; micro_batches = 4; schedule = "1f1b"; layers = [7, 5]; };
  * read and checked against the comm section and the training arguments
  * before anything runs (--dry-run too). What needs the model (its number of
- * layers, the split) is checked when the stages start (pipeline_step.c). */
+ * layers, the split) is checked when the stages start (trainer_pipeline.c). */
 #include <stdlib.h>
 
 #include "pipeline.h"

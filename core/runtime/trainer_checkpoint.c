@@ -25,7 +25,7 @@
 #include "tfcore/log.h"
 #include "tfcore/safetensors.h"
 #include "stop_signal.h"
-#include "pipeline_step.h"
+#include "trainer_pipeline.h"
 #include "trainer_internal.h"
 #include "trainer_state.h"
 

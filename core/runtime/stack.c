@@ -23,7 +23,8 @@ tf_status tf_stack_open(tf_stack *s, const tf_plan *plan, const tf_stack_options
     s->backend.vt = bp->desc->vtable;
     s->precision.vt = pp->desc->vtable;
 
-    tf_backend_open_args bo = {sizeof bo, o->device, o->threads, seed, tf_config_section(cfg, "backend")};
+    tf_backend_open_args bo = {sizeof bo, o->device, o->threads, seed, tf_config_section(cfg, "backend"),
+                               o->local_world};
     tf_status st = s->backend.vt->open(&bo, &s->backend.h, err);
     if (st) return st;
     if ((st = s->precision.vt->create(tf_config_section(cfg, "precision"), &s->precision.h, err))) return st;
@@ -55,4 +56,13 @@ void tf_stack_close(tf_stack *s)
     if (s->precision.h) s->precision.vt->destroy(s->precision.h);
     if (s->backend.h) s->backend.vt->close(s->backend.h);
     memset(s, 0, sizeof *s);
+}
+
+tf_status tf_stack_check_precision(const tf_plan *plan, tf_error *err)
+{
+    tf_stack s;
+    tf_stack_options o = {.device = 0, .threads = 1, .with_model = false};
+    tf_status st = tf_stack_open(&s, plan, &o, err);
+    tf_stack_close(&s);
+    return st;
 }

@@ -1,4 +1,4 @@
-/* run_log_resume.c — log.jsonl of a resumed run. The run that wrote the
+/* trainer_run_log_resume.c — log.jsonl of a resumed run. The run that wrote the
  * checkpoint may have gone on past it (it was killed later, or is rerun from
  * an older checkpoint) and logged those steps; the resumed run logs them
  * again. So the lines whose "step" is past the checkpoint's are dropped when
