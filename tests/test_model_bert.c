@@ -1406,6 +1406,17 @@ START_TEST(unpadded_matches_padded)
         /* a mask that is not right-padding runs the padded layout */
         tb.mask[9] = 1;
         ck_assert_int_eq(mv->forward(u.m, &tb.b, false, &ou, &err), TF_ERR_DATA);
+        tb.mask[9] = 0;
+        /* so does a 1.3 backend (no varlen attention slots) */
+        tf_backend_vtable old = *bk;
+        old.size = (uint32_t)offsetof(tf_backend_vtable, attention_varlen_fwd);
+        const tf_backend_vtable *saved = bk;
+        bk = &old;
+        fixture o;
+        create_ok(fmt("model = { %s };", body), 6, 10, 7, &o);
+        ck_assert_int_eq(mv->forward(o.m, &tb.b, false, &ou, &err), TF_ERR_DATA);
+        fixture_free(&o);
+        bk = saved;
         fixture_free(&u);
         fixture_free(&p);
     }

@@ -179,6 +179,8 @@ int tf_cli_bench(int argc, char **argv)
         if (i >= warmup) times[i - warmup] = tf_now() - t0;
     }
     if (!st) {
+        double total = 0; /* the mean: ragged batches (data.min_length) vary step to step */
+        for (long i = 0; i < steps; i++) total += times[i];
         qsort(times, (size_t)steps, sizeof *times, cmp_double);
         double med = times[steps / 2];
         int seq = t.dvt->seq_len(t.ds, eval ? TF_SPLIT_EVAL : TF_SPLIT_TRAIN);
@@ -220,8 +222,10 @@ int tf_cli_bench(int argc, char **argv)
         if (json) {
             printf("{\"samples_per_second\": %.4f, \"matmul_gflops\": %.3f, \"peak_rss_mb\": %.2f, "
                    "\"peak_backend_memory_mb\": %.2f, \"median_step_seconds\": %.6f, \"steps\": %ld, "
+                   "\"mean_step_seconds\": %.6f, \"samples_per_second_mean\": %.4f, "
                    "\"batch\": %lld, \"seq\": %d, \"layers\": %d, \"hidden\": %d, \"last_loss\": %.6f",
-                   sps, gflops, rss, (double)mi.peak / 1048576.0, med, steps,
+                   sps, gflops, rss, (double)mi.peak / 1048576.0, med, steps, total / (double)steps,
+                   samples * (double)steps / total,
                    eval ? (long long)eval_B
                         : (long long)(t.args->per_device_train_batch_size * t.args->gradient_accumulation_steps), seq,
                    t.info->num_layers, t.info->hidden_size, loss);
