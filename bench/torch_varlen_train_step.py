@@ -9,7 +9,7 @@ attention mask. Rows: random ids in [100, 30000), lengths uniform in
 size); WARMUP steps on other rows, then STEPS batches drawn at random from that
 epoch's batches, timed end to end, so their mean is the epoch's. Prints one
 JSON line: samples_per_second (the timed samples / their seconds),
-peak_rss_mb, versions.
+cpu_seconds_per_sample (process CPU time, all threads), peak_rss_mb, versions.
 
   torch_varlen_train_step.py LAYERS HIDDEN HEADS INTERMEDIATE BATCH SEQ MIN_LEN STEPS WARMUP
 """
@@ -65,12 +65,13 @@ def main():
     labels = torch.randint(0, 2, (n,), generator=g)
     order = list(LengthGroupedSampler(B, lengths=[len(r) for r in data], generator=g))
     picks = torch.randperm(n // B, generator=g)[:steps].tolist()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for s in picks:
         idx = order[s * B:(s + 1) * B]
         step([data[i] for i in idx], labels[idx])
-    secs = time.perf_counter() - t0
-    print(json.dumps({"samples_per_second": B * steps / secs, "epoch_seconds": secs,
+    secs, cpu = time.perf_counter() - t0, time.process_time() - c0
+    print(json.dumps({"samples_per_second": B * steps / secs, "timed_seconds": secs,
+                      "cpu_seconds_per_sample": cpu / (B * steps),
                       "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
                       "torch": torch.__version__, "transformers": transformers.__version__,
                       "threads": torch.get_num_threads()}))

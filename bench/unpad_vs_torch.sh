@@ -10,8 +10,12 @@
 #                    (group_by_length) and dynamic padding (bench/torch_varlen_train_step.py)
 # interleaved ROUNDS times in one run; samples/s are the mean over STEPS
 # timed steps (tfcore bench's samples_per_second_mean: ragged batches make
-# the median step a poor mean), medians over the rounds reported.
-#   bench/unpad_vs_torch.sh [ROUNDS] [STEPS] [MIN_LEN]   (default 3 rounds of 8 steps, 64)
+# the median step a poor mean), and the process CPU seconds per sample over
+# the same steps (all threads: on a loaded machine wall time measures the
+# share of the cores a run got, CPU time the work it did); medians over the
+# rounds reported.
+#   bench/unpad_vs_torch.sh [ROUNDS] [STEPS] [MIN_LEN]   (default 3 rounds of 8 steps, 64;
+#   WARMUP warm-up steps before each timing, default 2)
 # Run from the build tree's top (where core/tfcore is). The peer's Python is
 # $TFCORE_PYTHON (torch and transformers; the Trainer's sampler needs
 # transformers >= 4).
@@ -24,7 +28,7 @@ py="${TFCORE_PYTHON:-${TFCORE_VENV:-$HOME/.cache/tfcore/venv}/bin/python}"
 rounds="${1:-3}"
 steps="${2:-8}"
 minlen="${3:-64}"
-warmup=2
+warmup="${WARMUP:-2}"
 B=16
 S=512
 tmp=$(mktemp -d)
@@ -58,29 +62,48 @@ echo "peer:    $("$py" -c 'import torch, transformers; print("torch", torch.__ve
 echo "load:    $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15-minute load averages at the start)"
 echo "rows:    batch $B, seq_len $S, lengths uniform in [$minlen, $S]; $rounds rounds x $steps steps after $warmup warm-up"
 echo
-printf '| %-9s | %-13s | %-13s | %-13s | %-13s | %-17s | %-17s | %-15s |\n' model "padded 512" "longest" "unpadded" "torch grouped" "unpadded/padded" "unpadded/longest" "unpadded/torch"
-printf '|%s|\n' "-----------|---------------|---------------|---------------|---------------|-------------------|-------------------|----------------"
-headline=""
+row() { # NAME METRIC(sps|cpu) FORMAT: one table row from the rounds' medians
+    local name=$1 k=$2 p l u t r1 r2 r3
+    p=$(median <"$tmp/padded.$k.$name"); l=$(median <"$tmp/longest.$k.$name")
+    u=$(median <"$tmp/unpadded.$k.$name"); t=$(median <"$tmp/torch.$k.$name")
+    if [ "$k" = sps ]; then # speedups: unpadded's samples/s over the other's
+        r1=$(awk -v a="$u" -v b="$p" 'BEGIN {printf "%.2f", a / b}')
+        r2=$(awk -v a="$u" -v b="$l" 'BEGIN {printf "%.2f", a / b}')
+        r3=$(awk -v a="$u" -v b="$t" 'BEGIN {printf "%.2f", a / b}')
+    else # the other's CPU seconds per sample over unpadded's
+        r1=$(awk -v a="$u" -v b="$p" 'BEGIN {printf "%.2f", b / a}')
+        r2=$(awk -v a="$u" -v b="$l" 'BEGIN {printf "%.2f", b / a}')
+        r3=$(awk -v a="$u" -v b="$t" 'BEGIN {printf "%.2f", b / a}')
+    fi
+    printf "| %-9s | $3 | $3 | $3 | $3 | %16sx | %16sx | %14sx |\n" "$name" "$p" "$l" "$u" "$t" "$r1" "$r2" "$r3"
+    echo "$name $k unpadded/padded ${r1}x, unpadded/longest ${r2}x, unpadded/torch ${r3}x" >>"$tmp/headline"
+}
 for m in "${models[@]}"; do
     set -- $m
     name=$1
-    for k in padded longest unpadded torch; do : >"$tmp/$k.$name"; done
+    for k in padded longest unpadded torch; do : >"$tmp/$k.sps.$name"; : >"$tmp/$k.cpu.$name"; done
     for r in $(seq "$rounds"); do
         for v in padded longest unpadded; do
-            "$tfcore" bench -c "$tmp/$name.$v.cfg" --steps "$steps" --warmup "$warmup" --json 2>/dev/null |
-                field samples_per_second_mean >>"$tmp/$v.$name"
+            out=$("$tfcore" bench -c "$tmp/$name.$v.cfg" --steps "$steps" --warmup "$warmup" --json 2>/dev/null)
+            echo "$out" | field samples_per_second_mean >>"$tmp/$v.sps.$name"
+            echo "$out" | field cpu_seconds_per_sample >>"$tmp/$v.cpu.$name"
         done
-        "$py" "$src/bench/torch_varlen_train_step.py" "$2" "$3" "$4" "$5" $B $S "$minlen" "$steps" "$warmup" 2>/dev/null |
-            field samples_per_second >>"$tmp/torch.$name"
+        out=$("$py" "$src/bench/torch_varlen_train_step.py" "$2" "$3" "$4" "$5" $B $S "$minlen" "$steps" "$warmup" 2>/dev/null)
+        echo "$out" | field samples_per_second >>"$tmp/torch.sps.$name"
+        echo "$out" | field cpu_seconds_per_sample >>"$tmp/torch.cpu.$name"
     done
-    p=$(median <"$tmp/padded.$name"); l=$(median <"$tmp/longest.$name")
-    u=$(median <"$tmp/unpadded.$name"); t=$(median <"$tmp/torch.$name")
-    r1=$(awk -v a="$u" -v b="$p" 'BEGIN {printf "%.2f", a / b}')
-    r2=$(awk -v a="$u" -v b="$l" 'BEGIN {printf "%.2f", a / b}')
-    r3=$(awk -v a="$u" -v b="$t" 'BEGIN {printf "%.2f", a / b}')
-    printf '| %-9s | %13.2f | %13.2f | %13.2f | %13.2f | %16sx | %16sx | %14sx |\n' "$name" "$p" "$l" "$u" "$t" "$r1" "$r2" "$r3"
-    headline="$headline $name unpadded/padded ${r1}x, unpadded/longest ${r2}x, unpadded/torch ${r3}x;"
-    for k in padded longest unpadded torch; do echo "  $name $k rounds: $(tr '\n' ' ' <"$tmp/$k.$name")"; done >&2
+    for k in padded longest unpadded torch; do
+        echo "  $name $k samples/s: $(tr '\n' ' ' <"$tmp/$k.sps.$name")cpu s/sample: $(tr '\n' ' ' <"$tmp/$k.cpu.$name")"
+    done >&2
 done
+echo "samples/s (wall, mean over the steps; medians of $rounds rounds) and speedup of unpadded:"
+printf '| %-9s | %-13s | %-13s | %-13s | %-13s | %-17s | %-17s | %-15s |\n' model "padded 512" "longest" "unpadded" "torch grouped" "unpadded/padded" "unpadded/longest" "unpadded/torch"
+printf '|%s|\n' "-----------|---------------|---------------|---------------|---------------|-------------------|-------------------|----------------"
+for m in "${models[@]}"; do set -- $m; row "$1" sps "%13.2f"; done
 echo
-echo "headline (training samples/s, medians of $rounds rounds):$headline"
+echo "CPU seconds per sample (process CPU time, all threads; medians of $rounds rounds) and the other's over unpadded's:"
+printf '| %-9s | %-13s | %-13s | %-13s | %-13s | %-17s | %-17s | %-15s |\n' model "padded 512" "longest" "unpadded" "torch grouped" "padded/unpadded" "longest/unpadded" "torch/unpadded"
+printf '|%s|\n' "-----------|---------------|---------------|---------------|---------------|-------------------|-------------------|----------------"
+for m in "${models[@]}"; do set -- $m; row "$1" cpu "%13.4f"; done
+echo
+sed 's/^/headline: /' "$tmp/headline"
