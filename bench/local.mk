@@ -6,6 +6,7 @@
 #   bench/scaling.sh           1 worker vs 2 workers (mpi, dp-master) on the CPU
 #   bench/memory_techniques.sh baseline vs gradient checkpointing vs Adafactor: time and memory by category
 #   bench/pipeline.sh          pipeline 2 and 4 stages vs DDP vs 1 worker on the CPU: bubble, utilisation
+#   bench/unpad_vs_torch.sh    unpadded vs padded training on ragged rows, and vs PyTorch with group_by_length
 if HAVE_OPENBLAS
 noinst_PROGRAMS = bench/sgemm_ceiling
 bench_sgemm_ceiling_SOURCES = bench/sgemm_ceiling.c
@@ -13,4 +14,5 @@ bench_sgemm_ceiling_CPPFLAGS = $(AM_CPPFLAGS) $(OPENBLAS_CFLAGS)
 bench_sgemm_ceiling_LDADD = $(OPENBLAS_LIBS)
 endif
 EXTRA_DIST += bench/cpu_vs_torch.sh bench/torch_train_step.py bench/scaling.sh \
-	bench/eval_vs_torch.sh bench/torch_eval_step.py bench/memory_techniques.sh bench/pipeline.sh
+	bench/eval_vs_torch.sh bench/torch_eval_step.py bench/memory_techniques.sh bench/pipeline.sh \
+	bench/unpad_vs_torch.sh bench/torch_varlen_train_step.py

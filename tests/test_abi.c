@@ -130,6 +130,15 @@ _Static_assert(offsetof(tf_adafactor_desc, size) == 0 && offsetof(tf_adafactor_d
                    offsetof(tf_adafactor_desc, ntensors) == 48 && offsetof(tf_adafactor_desc, workspace) == 56 &&
                    offsetof(tf_adafactor_desc, workspace_bytes) == 64 && sizeof(tf_adafactor_desc) == 72,
                "tf_adafactor_desc at ABI 1.3");
+/* ABI 1.4 */
+SLOT_AT(tf_backend_vtable, attention_varlen_fwd, 49);
+SLOT_AT(tf_backend_vtable, attention_varlen_bwd, 50);
+_Static_assert(sizeof(tf_attention_desc) == 48, "tf_attention_desc");
+_Static_assert(offsetof(tf_attention_varlen_desc, size) == 0 && offsetof(tf_attention_varlen_desc, attn) == 8 &&
+                   offsetof(tf_attention_varlen_desc, cu_seqlens) == 56 &&
+                   offsetof(tf_attention_varlen_desc, row_first) == 64 &&
+                   offsetof(tf_attention_varlen_desc, row_stride) == 72 && sizeof(tf_attention_varlen_desc) == 80,
+               "tf_attention_varlen_desc at ABI 1.4");
 
 SLOT_AT(tf_model_vtable, check_config, 0);
 SLOT_AT(tf_model_vtable, create, 1);

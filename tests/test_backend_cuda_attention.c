@@ -565,6 +565,160 @@ static void expect_fail(tf_status st, const char *op)
     ck_assert_msg(strstr(err.msg, op) != NULL, "error '%s' does not name %s", err.msg, op);
 }
 
+/* Varlen (ABI 1.4, attention_varlen_fwd/bwd): B sequences of ragged lengths
+ * (1, the longest allowed, and between) packed without padding. Their rows
+ * must be bit for bit what the padded slots give each sequence right-padded
+ * with its mask (dout 0 on the padding rows, as a model's backward has it),
+ * on both backends; and backend-cuda's match backend-cpu's as att_check
+ * compares the padded slots (out within tol_of; gradients within tol_of in
+ * f32/tf32, the 16-bit gradients being the padded path's own bits). */
+static void varlen_check(const combo *k, int B, int S, int heads, int D, float p)
+{
+    size_t H = (size_t)heads * D, nq = (size_t)B * S * 3 * H, no = (size_t)B * S * H;
+    int32_t *len = malloc((size_t)B * sizeof *len), *cu = malloc(((size_t)B + 1) * sizeof *cu);
+    ck_assert(len && cu);
+    cu[0] = 0;
+    for (int b = 0; b < B; b++) {
+        len[b] = b == 0 ? 1 : b == 1 ? S : 1 + irand(S);
+        cu[b + 1] = cu[b] + len[b];
+    }
+    const size_t T = (size_t)cu[B];
+    float *qkv = fnew(nq), *dout = fnew(no);
+    fill(qkv, nq, -2.0f, 2.0f, k->dt);
+    fill(dout, no, -1.0f, 1.0f, k->dt);
+    int32_t *mask = malloc((size_t)B * S * sizeof *mask);
+    ck_assert_ptr_nonnull(mask);
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < S; i++) {
+            mask[b * S + i] = i < len[b];
+            if (i >= len[b]) memset(dout + ((size_t)b * S + i) * H, 0, H * sizeof(float));
+        }
+    /* the packed copies */
+    float *pq = fnew(T * 3 * H), *pd = fnew(T * H);
+    for (int b = 0; b < B; b++) {
+        memcpy(pq + (size_t)cu[b] * 3 * H, qkv + (size_t)b * S * 3 * H, (size_t)len[b] * 3 * H * sizeof(float));
+        memcpy(pd + (size_t)cu[b] * H, dout + (size_t)b * S * H, (size_t)len[b] * H * sizeof(float));
+    }
+    uint64_t seed = next64(), offset = next64() >> 20;
+    uint64_t row_first = next64() >> 40, row_stride = 1 + (uint64_t)irand(3);
+    const bool train = true;
+    att_case c = {B, S, heads, D, 1, p, train};
+    char what[160];
+    snprintf(what, sizeof what, "%s varlen B %d S %d heads %d D %d p %.2f", k->name, B, S, heads, D,
+             (double)p);
+
+    /* backend-cuda: padded, then varlen */
+    att_result g = att_gpu(k, &c, qkv, mask, dout, seed, offset, row_first, row_stride, 0);
+    tf_attention_varlen_desc vd = {.size = sizeof vd,
+                                   .attn = {B, S, heads, D, 1.0f / sqrtf((float)D), p, seed, offset,
+                                            k->dt, k->mode},
+                                   .row_first = row_first,
+                                   .row_stride = row_stride};
+    int32_t *gcu = galloc(((size_t)B + 1) * sizeof *gcu);
+    gput(gcu, cu, ((size_t)B + 1) * sizeof *gcu);
+    vd.cu_seqlens = gcu;
+    gbuf gq = gnew_from(pq, T * 3 * H, k->dt, 0), go = gnew(T * H, k->dt, 0);
+    gbuf gd = gnew_from(pd, T * H, k->dt, 0), gdq = gnew(T * 3 * H, k->dt, 0);
+    void *gsave = galloc(gv->attention_save_bytes(gb, &vd.attn));
+    OK(gv->attention_varlen_fwd(gb, NULL, &vd, gq.p, go.p, gsave, train, &err));
+    OK(gv->attention_varlen_bwd(gb, NULL, &vd, gq.p, go.p, gsave, gd.p, gdq.p, &err));
+    gsync();
+    float *vout = fnew(T * H), *vdq = fnew(T * 3 * H);
+    gget_dt(vout, go.p, T * H, k->dt);
+    gget_dt(vdq, gdq.p, T * 3 * H, k->dt);
+    for (int b = 0; b < B; b++) {
+        ck_assert_msg(memcmp(vout + (size_t)cu[b] * H, g.out + (size_t)b * S * H,
+                             (size_t)len[b] * H * sizeof(float)) == 0,
+                      "%s: sequence %d (length %d): varlen out differs from the padded slot's", what,
+                      b, len[b]);
+        ck_assert_msg(memcmp(vdq + (size_t)cu[b] * 3 * H, g.dqkv + (size_t)b * S * 3 * H,
+                             (size_t)len[b] * 3 * H * sizeof(float)) == 0,
+                      "%s: sequence %d (length %d): varlen dqkv differs from the padded slot's", what,
+                      b, len[b]);
+    }
+
+    /* backend-cpu: varlen against its padded slots, then against backend-cuda */
+    tf_attention_desc d = vd.attn;
+    d.dtype = TF_DTYPE_F32;
+    d.mode = TF_MATMUL_FP32;
+    tf_attention_varlen_desc cvd = vd;
+    cvd.attn = d;
+    cvd.cu_seqlens = cu;
+    void *save = malloc(cv->attention_save_bytes(cb, &d)), *csave = malloc(cv->attention_save_bytes(cb, &d));
+    float *out = fnew(no), *dqkv = fnew(nq), *cout = fnew(T * H), *cdq = fnew(T * 3 * H);
+    ck_assert(save && csave);
+    OK(cv->attention_fwd_ex(cb, NULL, &d, row_first, row_stride, qkv, mask, out, save, train, &err));
+    OK(cv->attention_bwd(cb, NULL, &d, qkv, mask, out, save, dout, dqkv, &err));
+    OK(cv->attention_varlen_fwd(cb, NULL, &cvd, pq, cout, csave, train, &err));
+    OK(cv->attention_varlen_bwd(cb, NULL, &cvd, pq, cout, csave, pd, cdq, &err));
+    for (int b = 0; b < B; b++) {
+        size_t r = (size_t)len[b];
+        ASSERT_CLOSE(cout + (size_t)cu[b] * H, out + (size_t)b * S * H, r * H, 1e-6,
+                     "backend-cpu varlen out vs padded, %s, sequence %d", what, b);
+        ASSERT_CLOSE(cdq + (size_t)cu[b] * 3 * H, dqkv + (size_t)b * S * 3 * H, r * 3 * H, 1e-5,
+                     "backend-cpu varlen dqkv vs padded, %s, sequence %d", what, b);
+    }
+    ASSERT_CLOSE(vout, cout, T * H, tol_of(k), "varlen out vs backend-cpu, %s", what);
+    if (k->dt == TF_DTYPE_F32)
+        ASSERT_CLOSE(vdq, cdq, T * 3 * H, tol_of(k), "varlen dqkv vs backend-cpu, %s", what);
+
+    /* a bad descriptor is refused with the op's name */
+    tf_attention_varlen_desc bad = vd;
+    bad.size = 8;
+    tf_error_clear(&err);
+    expect_fail(gv->attention_varlen_fwd(gb, NULL, &bad, gq.p, go.p, gsave, train, &err),
+                "attention_varlen_fwd");
+    bad = vd;
+    bad.cu_seqlens = NULL;
+    tf_error_clear(&err);
+    expect_fail(gv->attention_varlen_bwd(gb, NULL, &bad, gq.p, go.p, gsave, gd.p, gdq.p, &err),
+                "attention_varlen_bwd");
+    bad = cvd;
+    cu[1] = 0; /* a sequence of length 0 */
+    tf_error_clear(&err);
+    expect_fail(cv->attention_varlen_fwd(cb, NULL, &bad, pq, cout, csave, train, &err),
+                "attention_varlen_fwd");
+    gsync();
+
+    att_free(&g);
+    gfree(gcu);
+    gfree(gq.base);
+    gfree(go.base);
+    gfree(gd.base);
+    gfree(gdq.base);
+    gfree(gsave);
+    free(save);
+    free(csave);
+    free(out);
+    free(dqkv);
+    free(cout);
+    free(cdq);
+    free(vout);
+    free(vdq);
+    free(pq);
+    free(pd);
+    free(qkv);
+    free(dout);
+    free(mask);
+    free(len);
+    free(cu);
+}
+
+/* Every combo: the SIMT and mma kernels (D 64, and 20 which only SIMT
+ * takes), several query/key tiles, dropout off and on. */
+START_TEST(test_attention_varlen)
+{
+    for (size_t ki = 0; ki < NCOMBOS; ki++) {
+        const combo *k = &COMBOS[ki];
+        if (!supported(k)) continue;
+        varlen_check(k, 4, 77, 2, 64, 0.0f);
+        varlen_check(k, 4, 77, 2, 64, 0.1f);
+        varlen_check(k, 3, 130, 3, 20, 0.1f);
+    }
+}
+END_TEST
+
+
 START_TEST(test_attention_errors)
 {
     /* a small valid problem's buffers; each call breaks one thing */
@@ -1078,6 +1232,7 @@ static Suite *attention_suite(void)
         {"attention_eval", test_attention_eval},
         {"attention_deterministic", test_attention_deterministic},
         {"attention_errors", test_attention_errors},
+        {"attention_varlen", test_attention_varlen},
         {"layernorm", test_layernorm},
         {"layernorm_aliasing", test_layernorm_aliasing},
         {"layernorm_deterministic", test_layernorm_deterministic},

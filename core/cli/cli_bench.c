@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
 #include "plan.h"
@@ -40,6 +41,15 @@ static int cmp_double(const void *a, const void *b)
 
 /* Training FLOPs of one token through the encoder's matmuls (SPEC.md, with the
  * FFN written for any intermediate size: 12H^2 = 4H^2 + 2*H*4H). */
+/* CPU time of the whole process: under load (other processes on the cores)
+ * it tracks the work a step did where wall time tracks the share it got. */
+static double cpu_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 static double flops_per_token(const tf_model_info *m, int seq)
 {
     double L = m->num_layers, H = m->hidden_size, I = m->intermediate_size;
@@ -164,8 +174,9 @@ int tf_cli_bench(int argc, char **argv)
     tf_lr_schedule lrs = {TF_LR_CONSTANT, t.args ? t.args->learning_rate : 0, 0, warmup + steps};
     double loss = 0, lr, norm;
     bool skipped;
+    double cpu_steps = 0; /* process CPU seconds of the timed steps (all threads) */
     for (long i = 0; !st && i < warmup + steps; i++) {
-        double t0 = tf_now();
+        double t0 = tf_now(), c0 = cpu_seconds();
         if (eval) {
             float l = 0;
             st = eval_batch(&t, (size_t)i * eval_B % rows, eval_B, rows, eval_idx, staging, staging_bytes, &l, &err);
@@ -174,11 +185,17 @@ int tf_cli_bench(int argc, char **argv)
             int64_t k = i % steps_per_epoch;
             tf_sampler_set_epoch(&s, i / steps_per_epoch);
             t0 = tf_now();
+            c0 = cpu_seconds();
             st = tf_trainer_step(&t, &s, &lrs, k, &loss, &lr, &norm, &skipped, &err);
         }
-        if (i >= warmup) times[i - warmup] = tf_now() - t0;
+        if (i >= warmup) {
+            times[i - warmup] = tf_now() - t0;
+            cpu_steps += cpu_seconds() - c0;
+        }
     }
     if (!st) {
+        double total = 0; /* the mean: ragged batches (data.min_length) vary step to step */
+        for (long i = 0; i < steps; i++) total += times[i];
         qsort(times, (size_t)steps, sizeof *times, cmp_double);
         double med = times[steps / 2];
         int seq = t.dvt->seq_len(t.ds, eval ? TF_SPLIT_EVAL : TF_SPLIT_TRAIN);
@@ -220,8 +237,11 @@ int tf_cli_bench(int argc, char **argv)
         if (json) {
             printf("{\"samples_per_second\": %.4f, \"matmul_gflops\": %.3f, \"peak_rss_mb\": %.2f, "
                    "\"peak_backend_memory_mb\": %.2f, \"median_step_seconds\": %.6f, \"steps\": %ld, "
+                   "\"mean_step_seconds\": %.6f, \"samples_per_second_mean\": %.4f, "
+                   "\"cpu_seconds_per_sample\": %.6f, "
                    "\"batch\": %lld, \"seq\": %d, \"layers\": %d, \"hidden\": %d, \"last_loss\": %.6f",
-                   sps, gflops, rss, (double)mi.peak / 1048576.0, med, steps,
+                   sps, gflops, rss, (double)mi.peak / 1048576.0, med, steps, total / (double)steps,
+                   samples * (double)steps / total, cpu_steps / (samples * (double)steps),
                    eval ? (long long)eval_B
                         : (long long)(t.args->per_device_train_batch_size * t.args->gradient_accumulation_steps), seq,
                    t.info->num_layers, t.info->hidden_size, loss);

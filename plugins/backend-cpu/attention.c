@@ -23,6 +23,11 @@
  *   out, dout  [B, S, heads, head_dim]      row stride H
  *   mask       [B, S] int32 (NULL = attend everywhere)
  *   save       probs [B, heads, S, S] f32, then keep [B, heads, S, S] u8
+ * The varlen slots (ABI 1.4) run the same code per (sequence, head) with
+ * S = the sequence's own length, its rows from cu_seqlens[b] of the packed
+ * qkv/out, no mask, and its probabilities and keep bits packed [len, len]
+ * at the start of the (b, h) block of the same save layout (seq = the
+ * longest length allowed).
  * The dropout mask of element (b, h, i, j) is that of global row
  * g = row_first + b * row_stride, element (h * 2^16 + i) * 2^16 + j
  * (tfcore/backend.h "Dropout masks"; the 1.0 slots use row_first 0, stride 1). */
@@ -153,20 +158,38 @@ typedef struct attn_ctx {
     float drop_scale;   /* 1 / (1 - p), rounded to float as torch does */
     int rows_per_block; /* query rows per scratch block */
     uint64_t row_first, row_stride; /* sequence b's mask is global row first + b * stride */
+    const int32_t *cu;  /* [B + 1] packed sequences' first rows (varlen), or NULL (padded) */
 } attn_ctx;
+
+/* Sequence b as one head's work sees it: its first row in qkv/out, its
+ * length (the row stride of its probability block) and its mask row. */
+typedef struct attn_seq {
+    size_t row0;
+    int S;
+    const int32_t *mrow;
+} attn_seq;
+
+static attn_seq seq_of(const attn_ctx *c, int b)
+{
+    if (c->cu) return (attn_seq){(size_t)c->cu[b], c->cu[b + 1] - c->cu[b], NULL};
+    int S = c->d->seq;
+    return (attn_seq){(size_t)b * S, S, c->mask ? c->mask + (size_t)b * S : NULL};
+}
 
 static void attention_fwd_head(const attn_ctx *c, int bh, float *out, float *scratch)
 {
     const tf_attention_desc *d = c->d;
-    int S = d->seq, hd = d->head_dim, H = d->heads * hd, b = bh / d->heads, h = bh % d->heads;
+    int hd = d->head_dim, H = d->heads * hd, b = bh / d->heads, h = bh % d->heads;
+    attn_seq sq = seq_of(c, b);
+    int S = sq.S;
     int64_t ld3 = 3 * (int64_t)H;
-    const float *q = c->qkv + (size_t)b * S * ld3 + (size_t)h * hd; /* [S, hd], ld 3H */
+    const float *q = c->qkv + sq.row0 * ld3 + (size_t)h * hd;      /* [S, hd], ld 3H */
     const float *k = q + H, *v = q + 2 * H;                        /* [S, hd], ld 3H */
-    float *o = out + (size_t)b * S * H + (size_t)h * hd;            /* [S, hd], ld H */
-    const int32_t *mrow = c->mask ? c->mask + (size_t)b * S : NULL; /* [S] */
-    size_t SS = (size_t)S * S;
-    float *ph = c->probs ? c->probs + (size_t)bh * SS : NULL;       /* [S, S] */
-    uint8_t *kh = c->keep ? c->keep + (size_t)bh * SS : NULL;       /* [S, S] */
+    float *o = out + sq.row0 * H + (size_t)h * hd;                  /* [S, hd], ld H */
+    const int32_t *mrow = sq.mrow;                                  /* [S] or NULL */
+    size_t block = (size_t)d->seq * d->seq;                         /* save per (b, h) */
+    float *ph = c->probs ? c->probs + (size_t)bh * block : NULL;    /* [S, S] */
+    uint8_t *kh = c->keep ? c->keep + (size_t)bh * block : NULL;    /* [S, S] */
     int L = live_keys(mrow, S);
     for (int r0 = 0; r0 < S; r0 += c->rows_per_block) {
         int rb = S - r0 < c->rows_per_block ? S - r0 : c->rows_per_block;
@@ -194,6 +217,39 @@ static int rows_per_block(int seq)
     return r >= (size_t)seq ? seq : (int)r;
 }
 
+static attn_ctx make_ctx(const tf_attention_desc *d, const void *qkv, const int32_t *mask,
+                         const void *save, bool keep, uint64_t row_first, uint64_t row_stride,
+                         const int32_t *cu)
+{
+    size_t n = 0;
+    probs_count(d, &n); /* checked not to overflow by check_desc */
+    return (attn_ctx){
+        .d = d,
+        .qkv = qkv,
+        .mask = mask,
+        .probs = (float *)save,
+        .keep = save && keep && d->dropout > 0.0f ? (uint8_t *)((const float *)save + n) : NULL,
+        .drop_scale = 1.0f / (1.0f - d->dropout),
+        .rows_per_block = rows_per_block(d->seq),
+        .row_first = row_first,
+        .row_stride = row_stride,
+        .cu = cu,
+    };
+}
+
+static void run_fwd(tf_backend *be, const attn_ctx *c, void *out)
+{
+    int tasks = c->d->batch * c->d->heads;
+    pthread_mutex_lock(&be->scratch_lock);
+    CPU_PARALLEL_IF(be, be->threads > 1 && tasks > 1)
+    {
+        float *scratch = be->scratch + (size_t)cpu_thread_id() * CPU_SCRATCH_FLOATS;
+        CPU_FOR_DYNAMIC
+        for (int bh = 0; bh < tasks; bh++) attention_fwd_head(c, bh, out, scratch);
+    }
+    pthread_mutex_unlock(&be->scratch_lock);
+}
+
 tf_status cpu_attention_fwd_ex(tf_backend *be, tf_stream *s, const tf_attention_desc *d,
                                uint64_t row_first, uint64_t row_stride, const void *qkv,
                                const int32_t *mask, void *out, void *save, bool train,
@@ -206,28 +262,8 @@ tf_status cpu_attention_fwd_ex(tf_backend *be, tf_stream *s, const tf_attention_
         (st = tf_check_attention_fwd(&cpu_checker, err, op, d, qkv, out, save, train)) ||
         (st = check_desc(err, op, d)))
         return st;
-    size_t n = 0;
-    probs_count(d, &n); /* checked not to overflow by check_desc */
-    attn_ctx c = {
-        .d = d,
-        .qkv = qkv,
-        .mask = mask,
-        .probs = save,
-        .keep = save && train && d->dropout > 0.0f ? (uint8_t *)((float *)save + n) : NULL,
-        .drop_scale = 1.0f / (1.0f - d->dropout),
-        .rows_per_block = rows_per_block(d->seq),
-        .row_first = row_first,
-        .row_stride = row_stride,
-    };
-    int tasks = d->batch * d->heads;
-    pthread_mutex_lock(&be->scratch_lock);
-    CPU_PARALLEL_IF(be, be->threads > 1 && tasks > 1)
-    {
-        float *scratch = be->scratch + (size_t)cpu_thread_id() * CPU_SCRATCH_FLOATS;
-        CPU_FOR_DYNAMIC
-        for (int bh = 0; bh < tasks; bh++) attention_fwd_head(&c, bh, out, scratch);
-    }
-    pthread_mutex_unlock(&be->scratch_lock);
+    attn_ctx c = make_ctx(d, qkv, mask, save, train, row_first, row_stride, NULL);
+    run_fwd(be, &c, out);
     return TF_OK;
 }
 
@@ -242,16 +278,18 @@ static void attention_bwd_head(const attn_ctx *c, int bh, const float *dout, flo
                                float *scratch)
 {
     const tf_attention_desc *d = c->d;
-    int S = d->seq, hd = d->head_dim, H = d->heads * hd, b = bh / d->heads, h = bh % d->heads;
+    int hd = d->head_dim, H = d->heads * hd, b = bh / d->heads, h = bh % d->heads;
+    attn_seq sq = seq_of(c, b);
+    int S = sq.S;
     int64_t ld3 = 3 * (int64_t)H;
-    size_t head_off = (size_t)b * S * ld3 + (size_t)h * hd;
+    size_t head_off = sq.row0 * ld3 + (size_t)h * hd;
     const float *q = c->qkv + head_off, *k = q + H, *v = q + 2 * H; /* [S, hd], ld 3H */
     float *dq = dqkv + head_off, *dk = dq + H, *dv = dq + 2 * H;    /* [S, hd], ld 3H */
-    const float *dO = dout + (size_t)b * S * H + (size_t)h * hd;     /* [S, hd], ld H */
-    size_t SS = (size_t)S * S;
-    const float *ph = c->probs + (size_t)bh * SS;                    /* [S, S] */
-    const uint8_t *kh = c->keep ? c->keep + (size_t)bh * SS : NULL;  /* [S, S] */
-    int L = live_keys(c->mask ? c->mask + (size_t)b * S : NULL, S);
+    const float *dO = dout + sq.row0 * H + (size_t)h * hd;           /* [S, hd], ld H */
+    size_t block = (size_t)d->seq * d->seq;                          /* save per (b, h) */
+    const float *ph = c->probs + (size_t)bh * block;                 /* [S, S] */
+    const uint8_t *kh = c->keep ? c->keep + (size_t)bh * block : NULL; /* [S, S] */
+    int L = live_keys(sq.mrow, S);
     for (int r0 = 0; r0 < S; r0 += c->rows_per_block) {
         int rb = S - r0 < c->rows_per_block ? S - r0 : c->rows_per_block;
         float beta = r0 == 0 ? 0.0f : 1.0f; /* dk, dv: first block writes, the rest add */
@@ -281,6 +319,19 @@ static void attention_bwd_head(const attn_ctx *c, int bh, const float *dout, flo
     zero_cols(dv + (size_t)L * ld3, S - L, ld3, 0, hd);
 }
 
+static void run_bwd(tf_backend *be, const attn_ctx *c, const void *dout, void *dqkv)
+{
+    int tasks = c->d->batch * c->d->heads;
+    pthread_mutex_lock(&be->scratch_lock);
+    CPU_PARALLEL_IF(be, be->threads > 1 && tasks > 1)
+    {
+        float *scratch = be->scratch + (size_t)cpu_thread_id() * CPU_SCRATCH_FLOATS;
+        CPU_FOR_DYNAMIC
+        for (int bh = 0; bh < tasks; bh++) attention_bwd_head(c, bh, dout, dqkv, scratch);
+    }
+    pthread_mutex_unlock(&be->scratch_lock);
+}
+
 tf_status cpu_attention_bwd(tf_backend *be, tf_stream *s, const tf_attention_desc *d,
                             const void *qkv, const int32_t *mask, const void *out,
                             const void *save, const void *dout, void *dqkv, tf_error *err)
@@ -293,26 +344,8 @@ tf_status cpu_attention_bwd(tf_backend *be, tf_stream *s, const tf_attention_des
         (st = tf_check_attention_bwd(&cpu_checker, err, op, d, qkv, save, dout, dqkv)) ||
         (st = check_desc(err, op, d)))
         return st;
-    size_t n = 0;
-    probs_count(d, &n); /* checked not to overflow by check_desc */
-    attn_ctx c = {
-        .d = d,
-        .qkv = qkv,
-        .mask = mask,
-        .probs = (float *)save,
-        .keep = d->dropout > 0.0f ? (uint8_t *)((const float *)save + n) : NULL,
-        .drop_scale = 1.0f / (1.0f - d->dropout),
-        .rows_per_block = rows_per_block(d->seq),
-    };
-    int tasks = d->batch * d->heads;
-    pthread_mutex_lock(&be->scratch_lock);
-    CPU_PARALLEL_IF(be, be->threads > 1 && tasks > 1)
-    {
-        float *scratch = be->scratch + (size_t)cpu_thread_id() * CPU_SCRATCH_FLOATS;
-        CPU_FOR_DYNAMIC
-        for (int bh = 0; bh < tasks; bh++) attention_bwd_head(&c, bh, dout, dqkv, scratch);
-    }
-    pthread_mutex_unlock(&be->scratch_lock);
+    attn_ctx c = make_ctx(d, qkv, mask, save, true, 0, 1, NULL);
+    run_bwd(be, &c, dout, dqkv);
     return TF_OK;
 }
 
@@ -325,4 +358,63 @@ tf_status cpu_attention_bwd_ex(tf_backend *be, tf_stream *s, const tf_attention_
     (void)row_first;
     (void)row_stride;
     return cpu_attention_bwd(be, s, d, qkv, mask, out, save, dout, dqkv, err);
+}
+
+/* The varlen descriptor (its size; cu_seqlens 0 first, every length in
+ * [1, seq]) and what the padded slots check of its attention part. */
+static tf_status check_varlen(tf_error *err, const char *op, const tf_attention_varlen_desc *vd)
+{
+    if (!vd) return cpu_fail(err, TF_ERR_RUNTIME, op, "the descriptor is NULL");
+    if (vd->size < sizeof *vd)
+        return cpu_fail(err, TF_ERR_PLUGIN, op,
+                        "descriptor size %u, expected at least %zu (core built against an older ABI?)",
+                        vd->size, sizeof *vd);
+    tf_status st;
+    if ((st = tf_check_attention_desc(&cpu_checker, err, op, &vd->attn)) ||
+        (st = check_desc(err, op, &vd->attn)) ||
+        (st = cpu_need(err, op, "cu_seqlens", vd->cu_seqlens)))
+        return st;
+    const int32_t *cu = vd->cu_seqlens;
+    if (cu[0] != 0) return cpu_fail(err, TF_ERR_RUNTIME, op, "cu_seqlens[0] is %d, not 0", cu[0]);
+    for (int b = 0; b < vd->attn.batch; b++) {
+        long long len = (long long)cu[b + 1] - cu[b];
+        if (len < 1 || len > vd->attn.seq)
+            return cpu_fail(err, TF_ERR_RUNTIME, op,
+                            "sequence %d has length %lld (cu_seqlens %d, %d); lengths are 1 to seq %d",
+                            b, len, cu[b], cu[b + 1], vd->attn.seq);
+    }
+    return TF_OK;
+}
+
+tf_status cpu_attention_varlen_fwd(tf_backend *be, tf_stream *s,
+                                   const tf_attention_varlen_desc *vd, const void *qkv, void *out,
+                                   void *save, bool train, tf_error *err)
+{
+    (void)s;
+    const char *op = "attention_varlen_fwd";
+    tf_status st;
+    if ((st = cpu_need(err, op, "backend", be)) || (st = check_varlen(err, op, vd)) ||
+        (st = tf_check_attention_fwd(&cpu_checker, err, op, &vd->attn, qkv, out, save, train)))
+        return st;
+    attn_ctx c = make_ctx(&vd->attn, qkv, NULL, save, train, vd->row_first, vd->row_stride,
+                          vd->cu_seqlens);
+    run_fwd(be, &c, out);
+    return TF_OK;
+}
+
+tf_status cpu_attention_varlen_bwd(tf_backend *be, tf_stream *s,
+                                   const tf_attention_varlen_desc *vd, const void *qkv,
+                                   const void *out, const void *save, const void *dout,
+                                   void *dqkv, tf_error *err)
+{
+    (void)s;
+    (void)out;
+    const char *op = "attention_varlen_bwd";
+    tf_status st;
+    if ((st = cpu_need(err, op, "backend", be)) || (st = check_varlen(err, op, vd)) ||
+        (st = tf_check_attention_bwd(&cpu_checker, err, op, &vd->attn, qkv, save, dout, dqkv)))
+        return st;
+    attn_ctx c = make_ctx(&vd->attn, qkv, NULL, save, true, 0, 1, vd->cu_seqlens);
+    run_bwd(be, &c, dout, dqkv);
+    return TF_OK;
 }

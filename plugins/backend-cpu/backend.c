@@ -292,6 +292,8 @@ static const tf_backend_vtable cpu_vtable = {
     .attention_fwd_ex = cpu_attention_fwd_ex,
     .attention_bwd_ex = cpu_attention_bwd_ex,
     .adafactor = cpu_adafactor,
+    .attention_varlen_fwd = cpu_attention_varlen_fwd,
+    .attention_varlen_bwd = cpu_attention_varlen_bwd,
 };
 
 TF_PLUGIN_DEFINE(TF_KIND_BACKEND, CPU_PLUGIN_NAME, CPU_PLUGIN_VERSION,

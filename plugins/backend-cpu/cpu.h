@@ -190,6 +190,13 @@ tf_status cpu_attention_bwd_ex(tf_backend *be, tf_stream *s, const tf_attention_
                                uint64_t row_first, uint64_t row_stride, const void *qkv,
                                const int32_t *mask, const void *out, const void *save,
                                const void *dout, void *dqkv, tf_error *err);
+tf_status cpu_attention_varlen_fwd(tf_backend *be, tf_stream *s,
+                                   const tf_attention_varlen_desc *vd, const void *qkv, void *out,
+                                   void *save, bool train, tf_error *err);
+tf_status cpu_attention_varlen_bwd(tf_backend *be, tf_stream *s,
+                                   const tf_attention_varlen_desc *vd, const void *qkv,
+                                   const void *out, const void *save, const void *dout,
+                                   void *dqkv, tf_error *err);
 
 /* activation.c */
 tf_status cpu_gelu_fwd(tf_backend *be, tf_stream *s, const void *x, void *y, size_t n,

@@ -47,6 +47,15 @@
  * Keys past the last unmasked key get dK = dV = 0 (no probability reaches
  * them), as in backend-cpu.
  *
+ * Varlen (ABI 1.4, tf_attention_varlen_desc): the same kernels with
+ * sequence b's rows at cu[b] of the packed qkv/out/dout/dqkv and its own
+ * length as S (att_len, att_row0), no mask; save and the backward's
+ * workspace keep the padded [B, heads, seq] layout (rows past a sequence's
+ * length unused), and blocks whose query or key tile starts past the length
+ * return at once. A sequence computes exactly what it computes right-padded
+ * with its mask: the same tiles from key 0, keys past the end at probability
+ * 0 either way.
+ *
  * Two implementations:
  *   - tensor cores (f16/bf16, D a multiple of 8 and <= 64, 16-byte aligned
  *     buffers): mma.sync m16n8k16 with f32 accumulation; D is zero-padded to
@@ -77,7 +86,24 @@ struct att_args {
     float drop_scale;     /* 1 / (1 - p), rounded to float */
     uint64_t seed, offset;
     uint64_t row_first, row_stride; /* sequence b's mask: global row first + b * stride */
+    const int32_t *cu;    /* [batch + 1] packed sequences' first rows (varlen), or NULL */
 };
+
+/* Sequence b's length and first row of qkv/out: [seq] at b * seq when
+ * padded; packed (varlen), cu[b+1] - cu[b] clamped to [0, seq] (the kernels
+ * cannot report a bad cu_seqlens; clamping keeps every access in bounds of
+ * what the caller's cu_seqlens describes) at cu[b]. */
+__device__ __forceinline__ int att_len(const att_args &a, int b)
+{
+    if (!a.cu) return a.seq;
+    int n = a.cu[b + 1] - a.cu[b];
+    return n < 0 ? 0 : n > a.seq ? a.seq : n;
+}
+
+__device__ __forceinline__ int64_t att_row0(const att_args &a, int b)
+{
+    return a.cu ? (int64_t)a.cu[b] : (int64_t)b * a.seq;
+}
 
 /* Philox4x32-10 of counter (ctr, offset) under key seed: cpu_random.h. */
 __device__ __forceinline__ uint4 att_philox(uint64_t ctr, uint64_t seed, uint64_t offset)
@@ -227,7 +253,7 @@ __device__ __forceinline__ float att_key_bias(const int32_t *mask, const att_arg
  * of the block must call it; all get the same L. scratch: 32 ints. */
 __device__ int att_live_keys(const int32_t *mask, const att_args &a, int b, int *scratch)
 {
-    if (!mask) return a.seq;
+    if (!mask) return att_len(a, b);
     const int32_t *row = mask + (int64_t)b * a.seq; /* [S] */
     int last = -1;
     for (int j = threadIdx.x; j < a.seq; j += blockDim.x)
@@ -252,17 +278,18 @@ __global__ void __launch_bounds__(256)
     const int64_t row = (int64_t)blockIdx.x * 8 + (threadIdx.x >> 5); /* (b * S + i) * heads + h */
     const int lane = threadIdx.x & 31;
     if (row >= (int64_t)a.batch * a.seq * a.heads) return; /* uniform over the warp */
-    const T *o = out + row * a.head_dim, *g = dout + row * a.head_dim; /* [D] */
+    const int h = (int)(row % a.heads);
+    const int64_t bi = row / a.heads; /* b * S + i */
+    const int b = (int)(bi / a.seq);
+    const int64_t i = bi % a.seq;
+    if (i >= att_len(a, b)) return; /* past a packed sequence's end: no such row */
+    const int64_t at = ((att_row0(a, b) + i) * a.heads + h) * a.head_dim;
+    const T *o = out + at, *g = dout + at; /* [D] */
     double s = 0.0;
     for (int d = lane; d < a.head_dim; d += 32)
         s += (double)tfcb_to_f32<T>(o[d]) * (double)tfcb_to_f32<T>(g[d]);
     s = tfcb_warp_sum(s);
-    if (lane == 0) {
-        int h = (int)(row % a.heads);
-        int64_t bi = row / a.heads; /* b * S + i */
-        int64_t b = bi / a.seq, i = bi % a.seq;
-        Dws[(b * a.heads + h) * a.seq + i] = (float)s;
-    }
+    if (lane == 0) Dws[((int64_t)b * a.heads + h) * a.seq + i] = (float)s;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -289,9 +316,11 @@ __global__ void __launch_bounds__(ATT_SIMT_THREADS)
     __shared__ float bias_s[BC];
     __shared__ int scratch[32];
     const int bh = blockIdx.x, b = bh / a.heads, h = bh % a.heads;
-    const int q0 = blockIdx.y * BR, S = a.seq, D = a.head_dim;
+    const int q0 = blockIdx.y * BR, S = att_len(a, b), D = a.head_dim;
+    const int64_t row0 = att_row0(a, b);
+    if (q0 >= S) return; /* a query tile past a packed sequence's end */
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-    const T *head = qkv + (int64_t)b * S * a.ld3 + (int64_t)h * D; /* q of row i: head + i*ld3 */
+    const T *head = qkv + row0 * a.ld3 + (int64_t)h * D; /* q of row i: head + i*ld3 */
     const int L = att_live_keys(mask, a, b, scratch);
     for (int x = threadIdx.x; x < BR * DP; x += blockDim.x) {
         int r = x / DP, d = x % DP, i = q0 + r;
@@ -355,15 +384,15 @@ __global__ void __launch_bounds__(ATT_SIMT_THREADS)
     for (int k = 0; k < RPW; k++) {
         const int i = q0 + w * RPW + k;
         if (i >= S) continue;
-        T *orow = out + ((int64_t)b * S + i) * a.H + (int64_t)h * D; /* [D] */
+        T *orow = out + (row0 + i) * a.H + (int64_t)h * D; /* [D] */
 #pragma unroll
         for (int e = 0; e < NE; e++) {
             int d = lane + 32 * e;
             if (d < D) orow[d] = tfcb_from_f32<T>(acc[k][e] / l[k]);
         }
         if (save && lane == 0) {
-            save[2 * ((int64_t)bh * S + i)] = m[k];
-            save[2 * ((int64_t)bh * S + i) + 1] = l[k];
+            save[2 * ((int64_t)bh * a.seq + i)] = m[k];
+            save[2 * ((int64_t)bh * a.seq + i) + 1] = l[k];
         }
     }
 }
@@ -385,11 +414,13 @@ __global__ void __launch_bounds__(ATT_SIMT_THREADS)
     __shared__ float m_s[BQ], ri_s[BQ], D_s[BQ];
     __shared__ int scratch[32];
     const int bh = blockIdx.x, b = bh / a.heads, h = bh % a.heads;
-    const int k0 = blockIdx.y * BK, S = a.seq, D = a.head_dim;
+    const int k0 = blockIdx.y * BK, S = att_len(a, b), D = a.head_dim;
+    const int64_t row0 = att_row0(a, b);
+    if (k0 >= S) return; /* a key tile past a packed sequence's end */
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-    const T *head = qkv + (int64_t)b * S * a.ld3 + (int64_t)h * D;
-    const T *dohead = dout + (int64_t)b * S * a.H + (int64_t)h * D; /* row i: + i*H */
-    T *dhead = dqkv + (int64_t)b * S * a.ld3 + (int64_t)h * D;
+    const T *head = qkv + row0 * a.ld3 + (int64_t)h * D;
+    const T *dohead = dout + row0 * a.H + (int64_t)h * D; /* row i: + i*H */
+    T *dhead = dqkv + row0 * a.ld3 + (int64_t)h * D;
     const int L = att_live_keys(mask, a, b, scratch);
     if (k0 >= L) { /* no probability reaches these keys */
         for (int x = threadIdx.x; x < BK * D; x += blockDim.x) {
@@ -429,9 +460,9 @@ __global__ void __launch_bounds__(ATT_SIMT_THREADS)
         if (threadIdx.x < BQ) {
             int i = q0 + threadIdx.x;
             /* rows past S: P = exp(.) * 0 = 0, so they add nothing */
-            m_s[threadIdx.x] = i < S ? save[2 * ((int64_t)bh * S + i)] : 0.0f;
-            ri_s[threadIdx.x] = i < S ? 1.0f / save[2 * ((int64_t)bh * S + i) + 1] : 0.0f;
-            D_s[threadIdx.x] = i < S ? Dws[(int64_t)bh * S + i] : 0.0f;
+            m_s[threadIdx.x] = i < S ? save[2 * ((int64_t)bh * a.seq + i)] : 0.0f;
+            ri_s[threadIdx.x] = i < S ? 1.0f / save[2 * ((int64_t)bh * a.seq + i) + 1] : 0.0f;
+            D_s[threadIdx.x] = i < S ? Dws[(int64_t)bh * a.seq + i] : 0.0f;
         }
         __syncthreads();
         const int i = q0 + lane;
@@ -497,11 +528,13 @@ __global__ void __launch_bounds__(ATT_SIMT_THREADS)
     __shared__ float bias_s[BC];
     __shared__ int scratch[32];
     const int bh = blockIdx.x, b = bh / a.heads, h = bh % a.heads;
-    const int q0 = blockIdx.y * BR, S = a.seq, D = a.head_dim;
+    const int q0 = blockIdx.y * BR, S = att_len(a, b), D = a.head_dim;
+    const int64_t row0 = att_row0(a, b);
+    if (q0 >= S) return; /* a query tile past a packed sequence's end */
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-    const T *head = qkv + (int64_t)b * S * a.ld3 + (int64_t)h * D;
-    const T *dohead = dout + (int64_t)b * S * a.H + (int64_t)h * D;
-    T *dhead = dqkv + (int64_t)b * S * a.ld3 + (int64_t)h * D;
+    const T *head = qkv + row0 * a.ld3 + (int64_t)h * D;
+    const T *dohead = dout + row0 * a.H + (int64_t)h * D;
+    T *dhead = dqkv + row0 * a.ld3 + (int64_t)h * D;
     const int L = att_live_keys(mask, a, b, scratch);
     for (int x = threadIdx.x; x < BR * DP; x += blockDim.x) {
         int r = x / DP, d = x % DP, i = q0 + r;
@@ -513,9 +546,9 @@ __global__ void __launch_bounds__(ATT_SIMT_THREADS)
 #pragma unroll
     for (int k = 0; k < RPW; k++) {
         int i = q0 + w * RPW + k;
-        mr[k] = i < S ? save[2 * ((int64_t)bh * S + i)] : 0.0f;
-        rir[k] = i < S ? 1.0f / save[2 * ((int64_t)bh * S + i) + 1] : 0.0f;
-        Dr[k] = i < S ? Dws[(int64_t)bh * S + i] : 0.0f;
+        mr[k] = i < S ? save[2 * ((int64_t)bh * a.seq + i)] : 0.0f;
+        rir[k] = i < S ? 1.0f / save[2 * ((int64_t)bh * a.seq + i) + 1] : 0.0f;
+        Dr[k] = i < S ? Dws[(int64_t)bh * a.seq + i] : 0.0f;
 #pragma unroll
         for (int e = 0; e < NE; e++) acc[k][e] = 0.0f;
     }
@@ -709,9 +742,11 @@ __global__ void __launch_bounds__(ATT_MMA_THREADS)
     T *Ks = Qs + BR * RS;                /* [BC][RS] */
     T *Vt = Ks + BC * RS;                /* [DP][RST]: V transposed */
     const int bh = blockIdx.x, b = bh / a.heads, h = bh % a.heads;
-    const int q0 = blockIdx.y * BR, S = a.seq, D = a.head_dim;
+    const int q0 = blockIdx.y * BR, S = att_len(a, b), D = a.head_dim;
+    const int64_t row0 = att_row0(a, b);
+    if (q0 >= S) return; /* a query tile past a packed sequence's end */
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
-    const T *head = qkv + (int64_t)b * S * a.ld3 + (int64_t)h * D; /* q rows, ld 3H */
+    const T *head = qkv + row0 * a.ld3 + (int64_t)h * D; /* q rows, ld 3H */
     const int L = att_live_keys(mask, a, b, scratch);
     att_load_tile<T, DP>(head, a.ld3, q0, BR, S, D, Qs, RS, (T *)nullptr, 0);
     __syncthreads();
@@ -814,7 +849,7 @@ __global__ void __launch_bounds__(ATT_MMA_THREADS)
     for (int x = 0; x < 2; x++) {
         const int i = row_g + 8 * x;
         if (i >= S) continue;
-        T *orow = out + ((int64_t)b * S + i) * a.H + (int64_t)h * D; /* [D] */
+        T *orow = out + (row0 + i) * a.H + (int64_t)h * D; /* [D] */
 #pragma unroll
         for (int nd = 0; nd < ND; nd++) {
             int d = nd * 8 + 2 * t; /* D % 8 == 0: d < D implies d + 1 < D */
@@ -823,8 +858,8 @@ __global__ void __launch_bounds__(ATT_MMA_THREADS)
                     att_pack2<T>(o[nd][2 * x] / lrow[x], o[nd][2 * x + 1] / lrow[x]);
         }
         if (save && t == 0) {
-            save[2 * ((int64_t)bh * S + i)] = mrow[x];
-            save[2 * ((int64_t)bh * S + i) + 1] = lrow[x];
+            save[2 * ((int64_t)bh * a.seq + i)] = mrow[x];
+            save[2 * ((int64_t)bh * a.seq + i) + 1] = lrow[x];
         }
     }
 }
@@ -850,11 +885,13 @@ __global__ void __launch_bounds__(ATT_MMA_THREADS)
     T *Qs = reinterpret_cast<T *>(smem), *dOs = Qs + BQ * RS;  /* [BQ][RS] each */
     T *Qt = dOs + BQ * RS, *dOt = Qt + DP * RST;               /* [DP][RST] each */
     const int bh = blockIdx.x, b = bh / a.heads, h = bh % a.heads;
-    const int k0 = blockIdx.y * BK, S = a.seq, D = a.head_dim;
+    const int k0 = blockIdx.y * BK, S = att_len(a, b), D = a.head_dim;
+    const int64_t row0 = att_row0(a, b);
+    if (k0 >= S) return; /* a key tile past a packed sequence's end */
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
-    const T *head = qkv + (int64_t)b * S * a.ld3 + (int64_t)h * D;
-    const T *dohead = dout + (int64_t)b * S * a.H + (int64_t)h * D;
-    T *dhead = dqkv + (int64_t)b * S * a.ld3 + (int64_t)h * D;
+    const T *head = qkv + row0 * a.ld3 + (int64_t)h * D;
+    const T *dohead = dout + row0 * a.H + (int64_t)h * D;
+    T *dhead = dqkv + row0 * a.ld3 + (int64_t)h * D;
     const int L = att_live_keys(mask, a, b, scratch);
     if (k0 >= L) { /* no probability reaches these keys */
         for (int x = threadIdx.x; x < BK * D; x += blockDim.x) {
@@ -893,9 +930,9 @@ __global__ void __launch_bounds__(ATT_MMA_THREADS)
         att_load_tile<T, DP>(dohead, a.H, q0, BQ, S, D, dOs, RS, dOt, RST);
         if (threadIdx.x < BQ) {
             int i = q0 + threadIdx.x;
-            m_s[threadIdx.x] = i < S ? save[2 * ((int64_t)bh * S + i)] : 0.0f;
-            ri_s[threadIdx.x] = i < S ? 1.0f / save[2 * ((int64_t)bh * S + i) + 1] : 0.0f;
-            D_s[threadIdx.x] = i < S ? Dws[(int64_t)bh * S + i] : 0.0f;
+            m_s[threadIdx.x] = i < S ? save[2 * ((int64_t)bh * a.seq + i)] : 0.0f;
+            ri_s[threadIdx.x] = i < S ? 1.0f / save[2 * ((int64_t)bh * a.seq + i) + 1] : 0.0f;
+            D_s[threadIdx.x] = i < S ? Dws[(int64_t)bh * a.seq + i] : 0.0f;
         }
         __syncthreads();
         float st[NT][4], dpt[NT][4];
@@ -982,11 +1019,13 @@ __global__ void __launch_bounds__(ATT_MMA_THREADS)
     T *Ks = reinterpret_cast<T *>(smem), *Vs = Ks + BC * RS;  /* [BC][RS] each */
     T *Kt = Vs + BC * RS;                                     /* [DP][RST] */
     const int bh = blockIdx.x, b = bh / a.heads, h = bh % a.heads;
-    const int q0 = blockIdx.y * BR, S = a.seq, D = a.head_dim;
+    const int q0 = blockIdx.y * BR, S = att_len(a, b), D = a.head_dim;
+    const int64_t row0 = att_row0(a, b);
+    if (q0 >= S) return; /* a query tile past a packed sequence's end */
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
-    const T *head = qkv + (int64_t)b * S * a.ld3 + (int64_t)h * D;
-    const T *dohead = dout + (int64_t)b * S * a.H + (int64_t)h * D;
-    T *dhead = dqkv + (int64_t)b * S * a.ld3 + (int64_t)h * D;
+    const T *head = qkv + row0 * a.ld3 + (int64_t)h * D;
+    const T *dohead = dout + row0 * a.H + (int64_t)h * D;
+    T *dhead = dqkv + row0 * a.ld3 + (int64_t)h * D;
     const int L = att_live_keys(mask, a, b, scratch);
     att_load_tile<T, DP>(head, a.ld3, q0, BR, S, D, Qs, RS, (T *)nullptr, 0);
     att_load_tile<T, DP>(dohead, a.H, q0, BR, S, D, dOs, RS, (T *)nullptr, 0);
@@ -1002,9 +1041,9 @@ __global__ void __launch_bounds__(ATT_MMA_THREADS)
 #pragma unroll
     for (int x = 0; x < 2; x++) {
         int i = row_g + 8 * x;
-        mr[x] = i < S ? save[2 * ((int64_t)bh * S + i)] : 0.0f;
-        rir[x] = i < S ? 1.0f / save[2 * ((int64_t)bh * S + i) + 1] : 0.0f;
-        Dr[x] = i < S ? Dws[(int64_t)bh * S + i] : 0.0f;
+        mr[x] = i < S ? save[2 * ((int64_t)bh * a.seq + i)] : 0.0f;
+        rir[x] = i < S ? 1.0f / save[2 * ((int64_t)bh * a.seq + i) + 1] : 0.0f;
+        Dr[x] = i < S ? Dws[(int64_t)bh * a.seq + i] : 0.0f;
     }
     float dq[ND][4];
 #pragma unroll
@@ -1130,9 +1169,10 @@ extern "C" size_t tfc_attention_bwd_workspace_bytes(const tf_attention_desc *d)
 }
 
 static att_args att_make_args(const tf_attention_desc *d, uint64_t row_first, uint64_t row_stride,
-                              bool drop)
+                              const int32_t *cu, bool drop)
 {
     att_args a;
+    a.cu = cu;
     a.batch = d->batch;
     a.seq = d->seq;
     a.heads = d->heads;
@@ -1206,11 +1246,11 @@ static cudaError_t att_fwd_t(cudaStream_t s, const tf_attention_desc *d, const a
 
 extern "C" cudaError_t tfc_attention_fwd(cudaStream_t s, const tf_attention_desc *d,
                                          uint64_t row_first, uint64_t row_stride,
-                                         const void *qkv, const int32_t *mask, void *out,
-                                         void *save, bool train)
+                                         const int32_t *cu, const void *qkv,
+                                         const int32_t *mask, void *out, void *save, bool train)
 {
     if (!att_desc_ok(d) || !qkv || !out || (train && !save)) return cudaErrorInvalidValue;
-    att_args a = att_make_args(d, row_first, row_stride, train && d->dropout > 0.0f);
+    att_args a = att_make_args(d, row_first, row_stride, cu, train && d->dropout > 0.0f);
     float *sv = (float *)save;
     switch (d->dtype) {
     case TF_DTYPE_F32: return att_fwd_t<float>(s, d, a, qkv, mask, out, sv);
@@ -1279,14 +1319,14 @@ static cudaError_t att_bwd_t(cudaStream_t s, const tf_attention_desc *d, const a
 
 extern "C" cudaError_t tfc_attention_bwd(cudaStream_t s, const tf_attention_desc *d,
                                          uint64_t row_first, uint64_t row_stride,
-                                         const void *qkv, const int32_t *mask, const void *out,
-                                         const void *save, const void *dout, void *dqkv,
-                                         void *workspace)
+                                         const int32_t *cu, const void *qkv,
+                                         const int32_t *mask, const void *out, const void *save,
+                                         const void *dout, void *dqkv, void *workspace)
 {
     if (!att_desc_ok(d) || !qkv || !out || !save || !dout || !dqkv || !workspace ||
         ((uintptr_t)workspace & 3u) != 0 || ((uintptr_t)save & 7u) != 0)
         return cudaErrorInvalidValue;
-    att_args a = att_make_args(d, row_first, row_stride, d->dropout > 0.0f);
+    att_args a = att_make_args(d, row_first, row_stride, cu, d->dropout > 0.0f);
     const float *sv = (const float *)save;
     float *Dws = (float *)workspace; /* [B, heads, S] */
     switch (d->dtype) {

@@ -314,6 +314,8 @@ static const tf_backend_vtable cuda_vtable = {
     .attention_fwd_ex = cuda_attention_fwd_ex,
     .attention_bwd_ex = cuda_attention_bwd_ex,
     .adafactor = cuda_adafactor,
+    .attention_varlen_fwd = cuda_attention_varlen_fwd,
+    .attention_varlen_bwd = cuda_attention_varlen_bwd,
 };
 
 TF_PLUGIN_DEFINE(TF_KIND_BACKEND, CUDA_PLUGIN_NAME, CUDA_PLUGIN_VERSION,

@@ -490,6 +490,13 @@ tf_status cuda_attention_bwd_ex(tf_backend *be, tf_stream *s, const tf_attention
                                 uint64_t row_first, uint64_t row_stride, const void *qkv,
                                 const int32_t *mask, const void *out, const void *save,
                                 const void *dout, void *dqkv, tf_error *err);
+tf_status cuda_attention_varlen_fwd(tf_backend *be, tf_stream *s,
+                                    const tf_attention_varlen_desc *vd, const void *qkv,
+                                    void *out, void *save, bool train, tf_error *err);
+tf_status cuda_attention_varlen_bwd(tf_backend *be, tf_stream *s,
+                                    const tf_attention_varlen_desc *vd, const void *qkv,
+                                    const void *out, const void *save, const void *dout,
+                                    void *dqkv, tf_error *err);
 tf_status cuda_cross_entropy(tf_backend *be, tf_stream *s, const void *logits, int64_t ld_logits,
                              tf_dtype dt, int rows, int classes, const int32_t *labels,
                              int ignore_index, float *loss, void *dlogits, float grad_scale,

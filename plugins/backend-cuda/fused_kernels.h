@@ -64,14 +64,17 @@ size_t tfc_attention_save_bytes(const tf_attention_desc *d);
  * (tfcore/backend.h "Dropout masks"; seq <= TFC_ATT_DROPOUT_MAX_SEQ with
  * dropout); the backward recomputes the bits and must get the same rows. */
 #define TFC_ATT_DROPOUT_MAX_SEQ 65536
+/* cu: NULL (the padded layout), or [B + 1] device int32 cu_seqlens: the
+ * sequences packed (tf_attention_varlen_desc; mask NULL, d->seq the longest
+ * length allowed, lengths clamped to [0, seq]). */
 cudaError_t tfc_attention_fwd(cudaStream_t s, const tf_attention_desc *d, uint64_t row_first,
-                              uint64_t row_stride, const void *qkv, const int32_t *mask,
-                              void *out, void *save, bool train);
+                              uint64_t row_stride, const int32_t *cu, const void *qkv,
+                              const int32_t *mask, void *out, void *save, bool train);
 size_t tfc_attention_bwd_workspace_bytes(const tf_attention_desc *d);
 cudaError_t tfc_attention_bwd(cudaStream_t s, const tf_attention_desc *d, uint64_t row_first,
-                              uint64_t row_stride, const void *qkv, const int32_t *mask,
-                              const void *out, const void *save, const void *dout, void *dqkv,
-                              void *workspace);
+                              uint64_t row_stride, const int32_t *cu, const void *qkv,
+                              const int32_t *mask, const void *out, const void *save,
+                              const void *dout, void *dqkv, void *workspace);
 /* Which (dtype, head_dim) these kernels handle: f32, f16, bf16 with
  * 1 <= head_dim <= 128, in every matmul mode (f32 is computed with fp32 FMAs
  * in both TF_MATMUL_FP32 and TF_MATMUL_TF32; f16/bf16 on tensor cores with

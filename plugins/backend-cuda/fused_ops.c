@@ -96,7 +96,8 @@ tf_status cuda_attention_fwd_ex(tf_backend *be, tf_stream *s, const tf_attention
         (rc = check_attention(err, op, d)))
         return rc;
     return cuda_launched(err, op,
-                         tfc_attention_fwd(st->s, d, row_first, row_stride, qkv, mask, out, save, train),
+                         tfc_attention_fwd(st->s, d, row_first, row_stride, NULL, qkv, mask, out, save,
+                                           train),
                          "batch %d, seq %d, heads %d, head_dim %d, %s%s", d->batch, d->seq, d->heads,
                          d->head_dim, tf_dtype_name(d->dtype), train ? ", train" : "");
 }
@@ -126,8 +127,8 @@ tf_status cuda_attention_bwd_ex(tf_backend *be, tf_stream *s, const tf_attention
     if ((rc = cuda_workspace(be, st, tfc_attention_bwd_workspace_bytes(d), op, &ws, err)))
         return rc;
     return cuda_launched(err, op,
-                         tfc_attention_bwd(st->s, d, row_first, row_stride, qkv, mask, out, save, dout,
-                                           dqkv, ws),
+                         tfc_attention_bwd(st->s, d, row_first, row_stride, NULL, qkv, mask, out, save,
+                                           dout, dqkv, ws),
                          "batch %d, seq %d, heads %d, head_dim %d, %s", d->batch, d->seq, d->heads,
                          d->head_dim, tf_dtype_name(d->dtype));
 }
@@ -137,6 +138,63 @@ tf_status cuda_attention_bwd(tf_backend *be, tf_stream *s, const tf_attention_de
                              const void *save, const void *dout, void *dqkv, tf_error *err)
 {
     return cuda_attention_bwd_ex(be, s, d, 0, 1, qkv, mask, out, save, dout, dqkv, err);
+}
+
+/* --- attention over packed sequences (ABI 1.4) ---------------------------------- */
+
+/* The descriptor's size and cu_seqlens set; lengths are the kernels' to
+ * clamp (reading them here would sync the stream). */
+static tf_status check_varlen(tf_error *err, const char *op, const tf_attention_varlen_desc *vd)
+{
+    if (!vd) return cuda_fail(err, TF_ERR_RUNTIME, op, "the descriptor is NULL");
+    if (vd->size < sizeof *vd)
+        return cuda_fail(err, TF_ERR_PLUGIN, op,
+                         "descriptor size %u, expected at least %zu (core built against an older "
+                         "ABI?)",
+                         vd->size, sizeof *vd);
+    return cuda_need(err, op, "cu_seqlens", vd->cu_seqlens);
+}
+
+tf_status cuda_attention_varlen_fwd(tf_backend *be, tf_stream *s,
+                                    const tf_attention_varlen_desc *vd, const void *qkv,
+                                    void *out, void *save, bool train, tf_error *err)
+{
+    const char *op = "attention_varlen_fwd";
+    tf_stream *st;
+    tf_status rc;
+    if ((rc = cuda_enter(be, s, op, &st, err)) || (rc = check_varlen(err, op, vd)) ||
+        (rc = tf_check_attention_fwd(&cuda_checker, err, op, &vd->attn, qkv, out, save, train)) ||
+        (rc = check_attention(err, op, &vd->attn)))
+        return rc;
+    const tf_attention_desc *d = &vd->attn;
+    return cuda_launched(err, op,
+                         tfc_attention_fwd(st->s, d, vd->row_first, vd->row_stride, vd->cu_seqlens,
+                                           qkv, NULL, out, save, train),
+                         "batch %d, seq %d, heads %d, head_dim %d, %s%s", d->batch, d->seq, d->heads,
+                         d->head_dim, tf_dtype_name(d->dtype), train ? ", train" : "");
+}
+
+tf_status cuda_attention_varlen_bwd(tf_backend *be, tf_stream *s,
+                                    const tf_attention_varlen_desc *vd, const void *qkv,
+                                    const void *out, const void *save, const void *dout,
+                                    void *dqkv, tf_error *err)
+{
+    const char *op = "attention_varlen_bwd";
+    tf_stream *st;
+    tf_status rc;
+    void *ws;
+    if ((rc = cuda_enter(be, s, op, &st, err)) || (rc = check_varlen(err, op, vd)) ||
+        (rc = tf_check_attention_bwd(&cuda_checker, err, op, &vd->attn, qkv, save, dout, dqkv)) ||
+        (rc = cuda_need(err, op, "out", out)) || (rc = check_attention(err, op, &vd->attn)))
+        return rc;
+    const tf_attention_desc *d = &vd->attn;
+    if ((rc = cuda_workspace(be, st, tfc_attention_bwd_workspace_bytes(d), op, &ws, err)))
+        return rc;
+    return cuda_launched(err, op,
+                         tfc_attention_bwd(st->s, d, vd->row_first, vd->row_stride, vd->cu_seqlens,
+                                           qkv, NULL, out, save, dout, dqkv, ws),
+                         "batch %d, seq %d, heads %d, head_dim %d, %s", d->batch, d->seq, d->heads,
+                         d->head_dim, tf_dtype_name(d->dtype));
 }
 
 /* --- cross-entropy ------------------------------------------------------------ */

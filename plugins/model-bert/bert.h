@@ -67,6 +67,7 @@ typedef struct bert_config {
                                      * name's snapshot folder once resolved) */
     char hub_name[128];             /* the hub name model.pretrained gave, "" for a folder */
     char preset[32];
+    bool unpad;                     /* model.unpad: pack right-padded classification batches */
 } bert_config;
 
 /* Read and validate every key of the "model" section (and, for pretrained, the
@@ -179,6 +180,11 @@ typedef struct bert_acts {
     int32_t *pos_ids;   /* [max_seq] 0, 1, ..., max_seq-1 */
     int32_t *ones;      /* [max_rows*max_seq] 1: attention mask when the batch has none */
     int32_t *zeros;     /* [max_rows*max_seq] 0: token types when the batch has none */
+    /* unpadded execution (bert_unpad.c): the real tokens packed, T of them */
+    int32_t *cu;        /* [max_rows+1] cu_seqlens: row b is tokens [cu[b], cu[b+1]) */
+    int32_t *packed_ids;   /* [max_rows*max_seq] input_ids of the real tokens */
+    int32_t *packed_types; /* [max_rows*max_seq] token_type_ids of the real tokens */
+    void *cls;          /* [B, H] each row's first token of the encoder output (pooler input) */
     /* scratch shared by all layers */
     void *tmp;          /* [N, H] a dense output before its residual LayerNorm */
     void *dA, *dB, *dC; /* [N, H] backward */
@@ -219,6 +225,10 @@ struct tf_model {
     int stage_first, stage_end;
     const void *stage_in;
     int rows, seq;
+    int tokens;                   /* rows of every per-token op: rows*seq, or T when packed */
+    bool packed;                  /* the last forward ran unpadded (bert_unpad.c) */
+    int32_t *host_mask;           /* [max_rows*max_seq] host staging of the attention mask */
+    int32_t *host_cu;             /* [max_rows+1] host copy of acts.cu */
     const int32_t *batch_ids, *batch_types, *batch_mask, *batch_labels; /* backend memory */
     bool train;                   /* the last forward was a training one */
     bool drop_attn, drop_hidden, drop_cls; /* dropout applied */
@@ -273,6 +283,32 @@ size_t bert_acts_plan(tf_model *m, char *base);
 /* Encoder layer l's forward from in[N, H] into its activations (backward
  * calls it again to recompute a layer under gradient checkpointing). */
 tf_status bert_fwd_layer(tf_model *m, int l, const void *in, const int32_t *mask, tf_error *err);
+
+/* bert_unpad.c: unpadded execution of a right-padded batch. bert_unpad_begin
+ * decides (model.unpad, classification, an attention mask whose rows are
+ * 1...1 0...0 with at least one token and some padding, a backend with the
+ * ABI 1.4 varlen attention) and, when packing, fills cu and the packed ids
+ * and types and sets m->packed and m->tokens; else m->tokens = rows*seq. */
+tf_status bert_unpad_begin(tf_model *m, const tf_batch *b, tf_error *err);
+/* Dropout of site `site` over the tokens of the batch ([tokens, H]), with
+ * each real token's mask that of its padded position (drop_by_row). */
+tf_status bert_dropout_tokens(tf_model *m, int site, const void *x, void *y, uint8_t *keep,
+                              float p, tf_error *err);
+/* Position embeddings added to emb_sum (fwd), or their gradient from dx (bwd). */
+tf_status bert_positions_fwd(tf_model *m, void *emb_sum, tf_error *err);
+tf_status bert_positions_bwd(tf_model *m, const void *dx, tf_error *err);
+/* Attention of layer l in the layout of the batch (packed: varlen slots). */
+tf_status bert_attention_layer_fwd(tf_model *m, const tf_attention_desc *d, const void *qkv,
+                                   const int32_t *mask, void *out, void *save, tf_error *err);
+tf_status bert_attention_layer_bwd(tf_model *m, const tf_attention_desc *d, const void *qkv,
+                                   const int32_t *mask, const void *out, const void *save,
+                                   const void *dout, void *dqkv, tf_error *err);
+/* The pooler's input rows: each row's first token of h (packed: gathered
+ * into acts.cls), with their leading dimension. */
+tf_status bert_cls_rows(tf_model *m, const void *h, const void **rows, int64_t *ld, tf_error *err);
+/* dh[tokens, H] = 0 except each row's first token, which gets d_cls[B, H]
+ * (packed layout only). */
+tf_status bert_cls_scatter(tf_model *m, const void *d_cls, void *dh, tf_error *err);
 
 /* bert_save.c */
 tf_status bert_save(tf_model *m, const char *dir, tf_error *err);

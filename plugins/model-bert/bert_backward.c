@@ -46,9 +46,13 @@ static tf_status bwd_classifier(tf_model *m, float loss_scale, tf_error *err)
     const bert_config *c = &m->cfg;
     const bert_layout *lay = &m->lay;
     bert_acts *x = &m->acts;
-    const int B = m->rows, S = m->seq, N = B * S, H = c->hidden_size, L = c->num_labels;
+    const int B = m->rows, S = m->seq, N = m->tokens, H = c->hidden_size, L = c->num_labels;
     const tf_backend_vtable *bk = m->bk;
-    const void *h = c->num_layers ? x->layer[c->num_layers - 1].out : x->emb_out;
+    /* the pooler's input rows: token 0 of each row (packed: forward gathered them) */
+    const void *h = m->packed         ? x->cls
+                    : c->num_layers ? x->layer[c->num_layers - 1].out
+                                    : x->emb_out;
+    const int64_t ldh = m->packed ? H : (int64_t)S * H;
 
     /* dlogits[B, L] = loss_scale * d mean CE / d logits */
     BERT_TRY(bert_cross_entropy(m, x->logits, B, L, m->batch_labels, -100, m->label_smoothing,
@@ -65,10 +69,14 @@ static tf_status bwd_classifier(tf_model *m, float loss_scale, tf_error *err)
         dp = x->d_pool2;
     }
     BERT_TRY(bk->tanh_bwd(m->be, NULL, dp, x->pooled, dp, (size_t)B * H, m->dt, err));
-    /* pooler: input rows h[:, 0] (ld S*H) */
-    BERT_TRY(grad_weight(m, dp, H, h, (int64_t)S * H, B, H, H, lay->pool_w, err));
+    /* pooler: input rows h[:, 0] */
+    BERT_TRY(grad_weight(m, dp, H, h, ldh, B, H, H, lay->pool_w, err));
     BERT_TRY(grad_bias(m, dp, B, H, lay->pool_b, err));
     /* d h: only the first token of each row gets a gradient */
+    if (m->packed) { /* cls is read: d cls[B, H] goes there, then to its tokens */
+        BERT_TRY(grad_input(m, dp, B, H, H, lay->pool_w, x->cls, H, false, err));
+        return bert_cls_scatter(m, x->cls, x->dA, err);
+    }
     BERT_TRY(bert_zero(m, x->dA, (size_t)N * H * m->esize, err));
     BERT_TRY(grad_input(m, dp, B, H, H, lay->pool_w, x->dA, (int64_t)S * H, false, err));
     return TF_OK;
@@ -107,7 +115,7 @@ static tf_status bwd_layer(tf_model *m, int l, tf_error *err)
     const bert_layer_offsets *o = &m->lay.layer[l];
     bert_layer_acts *y = &m->acts.layer[l];
     bert_acts *x = &m->acts;
-    const int N = m->rows * m->seq, H = c->hidden_size, I = c->intermediate_size;
+    const int N = m->tokens, H = c->hidden_size, I = c->intermediate_size;
     const tf_backend_vtable *bk = m->bk;
     const size_t NH = (size_t)N * H;
     const float ph = (float)c->hidden_dropout;
@@ -150,8 +158,8 @@ static tf_status bwd_layer(tf_model *m, int l, tf_error *err)
     ad.dropout = m->drop_attn ? (float)c->attention_dropout : 0.0f;
     ad.seed = bert_dropout_seed(m, 1 + 3 * l);
     ad.offset = m->drop_offset;
-    BERT_TRY(bert_attention_bwd(m, &ad, y->qkv, m->batch_mask, y->ctx, y->attn_save, dB, x->d_qkv,
-                                err));
+    BERT_TRY(bert_attention_layer_bwd(m, &ad, y->qkv, m->batch_mask, y->ctx, y->attn_save, dB,
+                                      x->d_qkv, err));
     BERT_TRY(grad_weight(m, x->d_qkv, 3 * H, in, H, N, 3 * H, H, o->qkv_w, err));
     BERT_TRY(grad_bias(m, x->d_qkv, N, 3 * H, o->qkv_b, err));
     /* d in = residual (dA, from LN1) + d_qkv · Wqkv */
@@ -165,7 +173,7 @@ static tf_status bwd_embeddings(tf_model *m, tf_error *err)
     const bert_config *c = &m->cfg;
     const bert_layout *lay = &m->lay;
     bert_acts *x = &m->acts;
-    const int B = m->rows, S = m->seq, N = B * S, H = c->hidden_size;
+    const int N = m->tokens, H = c->hidden_size;
     const tf_backend_vtable *bk = m->bk;
 
     const void *dy = x->dA;
@@ -181,10 +189,7 @@ static tf_status bwd_embeddings(tf_model *m, tf_error *err)
                                c->vocab_size, H, err));
     BERT_TRY(bk->embedding_bwd(m->be, NULL, m->batch_types, N, x->dC, m->dt, bert_g(m, lay->type),
                                c->type_vocab_size, H, err));
-    for (int r = 0; r < B; r++)
-        BERT_TRY(bk->embedding_bwd(m->be, NULL, x->pos_ids, S,
-                                   bert_at(m, x->dC, (size_t)r * S * H), m->dt,
-                                   bert_g(m, lay->pos), c->max_position_embeddings, H, err));
+    BERT_TRY(bert_positions_bwd(m, x->dC, err));
     /* nn.Embedding(padding_idx=pad_token_id) never gives that row a gradient;
      * the row's gradient was zero before (zero_grad) so zero it stays */
     if (c->pad_token_id >= 0)

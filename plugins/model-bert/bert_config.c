@@ -354,6 +354,10 @@ static const tf_cfg_key keys[] = {
      .doc = "BertConfig's: dropout before the classification head"},
     {"initializer_range", TF_CFG_KEY_FLOAT, .float_def = 0.02, .float_min = 0, .float_max = 10,
      .default_text = "config.json's, else 0.02", .doc = "BertConfig's: the std of the random init"},
+    {"unpad", TF_CFG_KEY_BOOL, .bool_def = true,
+     .doc = "classification: run a right-padded batch without its padding (the real tokens packed, "
+            "attention over each row's own length; the same results as the padded layout, see the README's "
+            "\"Unpadded execution\"); false computes the padded layout"},
     {0},
 };
 TF_PLUGIN_KEYS(keys);
@@ -423,6 +427,7 @@ tf_status bert_config_resolve(tf_section *sec, bert_config *cfg, char ***labels,
     if (tf_cfg_has(sec, "task")) BERT_TRY(tf_cfg_key_string(sec, keys, "task", &task, err));
     if (tf_cfg_has(sec, "num_labels")) BERT_TRY(tf_cfg_key_int(sec, keys, "num_labels", &num_labels, err));
     if (tf_cfg_has(sec, "hidden_act")) BERT_TRY(tf_cfg_key_string(sec, keys, "hidden_act", &act, err));
+    BERT_TRY(tf_cfg_key_bool(sec, keys, "unpad", &cfg->unpad, err));
     long long ival[N_INT_KEYS] = {0};
     double fval[N_FLOAT_KEYS] = {0};
     for (size_t i = 0; i < N_INT_KEYS; i++)

@@ -87,6 +87,10 @@ size_t bert_acts_plan(tf_model *m, char *base)
     x->pos_ids = take(&a, (size_t)m->max_seq * sizeof(int32_t));
     x->ones = take(&a, N * sizeof(int32_t));
     x->zeros = take(&a, N * sizeof(int32_t));
+    x->cu = take(&a, (B + 1) * sizeof(int32_t));
+    x->packed_ids = take(&a, N * sizeof(int32_t));
+    x->packed_types = take(&a, N * sizeof(int32_t));
+    x->cls = c->task == TF_TASK_CLASSIFICATION ? take(&a, B * H * es) : NULL;
     x->tmp = take(&a, N * H * es);
     x->dA = take(&a, N * H * es);
     x->dB = take(&a, N * H * es);
@@ -103,25 +107,25 @@ static tf_status fwd_embeddings(tf_model *m, const tf_batch *b, tf_error *err)
     const bert_config *c = &m->cfg;
     const bert_layout *lay = &m->lay;
     bert_acts *x = &m->acts;
-    const int B = b->rows, S = b->seq, N = B * S, H = c->hidden_size;
+    const int N = m->tokens, H = c->hidden_size;
     const tf_backend_vtable *bk = m->bk;
-    const int32_t *types = b->token_type_ids ? b->token_type_ids : x->zeros;
+    const int32_t *ids = m->packed ? x->packed_ids : b->input_ids;
+    const int32_t *types = m->packed                ? x->packed_types
+                           : b->token_type_ids ? b->token_type_ids
+                                               : x->zeros;
 
     /* word + token_type, then + position: transformers' order of the sums */
-    BERT_TRY(bk->embedding_fwd(m->be, NULL, b->input_ids, N, bert_p(m, lay->word), c->vocab_size,
-                               H, x->emb_sum, false, m->dt, err));
+    BERT_TRY(bk->embedding_fwd(m->be, NULL, ids, N, bert_p(m, lay->word), c->vocab_size, H,
+                               x->emb_sum, false, m->dt, err));
     BERT_TRY(bk->embedding_fwd(m->be, NULL, types, N, bert_p(m, lay->type), c->type_vocab_size, H,
                                x->emb_sum, true, m->dt, err));
-    for (int r = 0; r < B; r++) /* position_ids = 0..S-1 in every row */
-        BERT_TRY(bk->embedding_fwd(m->be, NULL, x->pos_ids, S, bert_p(m, lay->pos),
-                                   c->max_position_embeddings, H,
-                                   bert_at(m, x->emb_sum, (size_t)r * S * H), true, m->dt, err));
+    BERT_TRY(bert_positions_fwd(m, x->emb_sum, err));
     BERT_TRY(bk->layernorm_fwd(m->be, NULL, x->emb_sum, NULL, NULL, x->emb_out,
                                bert_p(m, lay->emb_ln_g), bert_p(m, lay->emb_ln_b), x->emb_mean,
                                x->emb_rstd, N, H, (float)c->layer_norm_eps, m->dt, err));
     if (m->drop_hidden)
-        BERT_TRY(bert_dropout(m, 0, x->emb_out, x->emb_out, x->emb_keep, B, (size_t)S * H,
-                              (float)c->hidden_dropout, err));
+        BERT_TRY(bert_dropout_tokens(m, 0, x->emb_out, x->emb_out, x->emb_keep,
+                                     (float)c->hidden_dropout, err));
     return TF_OK;
 }
 
@@ -131,7 +135,7 @@ tf_status bert_fwd_layer(tf_model *m, int l, const void *in, const int32_t *mask
     const bert_layer_offsets *o = &m->lay.layer[l];
     bert_layer_acts *y = &m->acts.layer[l];
     void *tmp = m->acts.tmp;
-    const int N = m->rows * m->seq, H = c->hidden_size, I = c->intermediate_size;
+    const int N = m->tokens, H = c->hidden_size, I = c->intermediate_size;
     const tf_backend_vtable *bk = m->bk;
     const float eps = (float)c->layer_norm_eps;
 
@@ -146,14 +150,15 @@ tf_status bert_fwd_layer(tf_model *m, int l, const void *in, const int32_t *mask
     /* eval keeps no probabilities: without a save buffer the backend softmaxes
      * each block in its cache-sized scratch instead of writing [B, heads, S, S]
      * floats per layer that nothing reads */
-    BERT_TRY(bert_attention_fwd(m, &ad, y->qkv, mask, y->ctx, m->train ? y->attn_save : NULL, m->train, err));
+    BERT_TRY(bert_attention_layer_fwd(m, &ad, y->qkv, mask, y->ctx, m->train ? y->attn_save : NULL,
+                                      err));
     /* tmp[N, H] = dropout(ctx · Woᵀ + bo); ln1 = LayerNorm(tmp + in) */
     g = (bert_mm){.tb = true, .m = N, .n = H, .k = H, .a = y->ctx, .lda = H,
                   .b = bert_w(m, o->ao_w), .ldb = H, .c = tmp, .ldc = H};
     BERT_TRY(bert_gemm(m, &g, TF_EPILOGUE_BIAS, bert_p(m, o->ao_b), NULL, err));
     if (m->drop_hidden)
-        BERT_TRY(bert_dropout(m, 2 + 3 * l, tmp, tmp, y->keep1, m->rows, (size_t)m->seq * H,
-                              (float)c->hidden_dropout, err));
+        BERT_TRY(bert_dropout_tokens(m, 2 + 3 * l, tmp, tmp, y->keep1, (float)c->hidden_dropout,
+                                     err));
     BERT_TRY(bk->layernorm_fwd(m->be, NULL, tmp, in, y->ln1_in, y->ln1_out, bert_p(m, o->ln1_g),
                                bert_p(m, o->ln1_b), y->mean1, y->rstd1, N, H, eps, m->dt, err));
     /* inter_act[N, I] = gelu(ln1 · Wiᵀ + bi), pre-activation kept in inter_pre
@@ -168,8 +173,8 @@ tf_status bert_fwd_layer(tf_model *m, int l, const void *in, const int32_t *mask
                   .b = bert_w(m, o->out_w), .ldb = I, .c = tmp, .ldc = H};
     BERT_TRY(bert_gemm(m, &g, TF_EPILOGUE_BIAS, bert_p(m, o->out_b), NULL, err));
     if (m->drop_hidden)
-        BERT_TRY(bert_dropout(m, 3 + 3 * l, tmp, tmp, y->keep2, m->rows, (size_t)m->seq * H,
-                              (float)c->hidden_dropout, err));
+        BERT_TRY(bert_dropout_tokens(m, 3 + 3 * l, tmp, tmp, y->keep2, (float)c->hidden_dropout,
+                                     err));
     BERT_TRY(bk->layernorm_fwd(m->be, NULL, tmp, y->ln1_out, y->ln2_in, y->out,
                                bert_p(m, o->ln2_g), bert_p(m, o->ln2_b), y->mean2, y->rstd2, N, H,
                                eps, m->dt, err));
@@ -187,11 +192,14 @@ static tf_status fwd_classifier(tf_model *m, const tf_batch *b, tf_error *err)
     const bert_config *c = &m->cfg;
     const bert_layout *lay = &m->lay;
     bert_acts *x = &m->acts;
-    const int B = b->rows, S = b->seq, H = c->hidden_size, L = c->num_labels;
+    const int B = b->rows, H = c->hidden_size, L = c->num_labels;
     const tf_backend_vtable *bk = m->bk;
 
-    /* pooled[B, H] = tanh(h[:, 0] · Wpᵀ + bp): row 0 of each sequence, ld S*H */
-    bert_mm g = {.tb = true, .m = B, .n = H, .k = H, .a = encoder_out(m), .lda = (int64_t)S * H,
+    /* pooled[B, H] = tanh(h[:, 0] · Wpᵀ + bp): token 0 of each sequence */
+    const void *cls;
+    int64_t ld;
+    BERT_TRY(bert_cls_rows(m, encoder_out(m), &cls, &ld, err));
+    bert_mm g = {.tb = true, .m = B, .n = H, .k = H, .a = cls, .lda = ld,
                  .b = bert_w(m, lay->pool_w), .ldb = H, .c = x->pool_pre, .ldc = H};
     BERT_TRY(bert_gemm(m, &g, TF_EPILOGUE_BIAS, bert_p(m, lay->pool_b), NULL, err));
     BERT_TRY(bk->tanh_fwd(m->be, NULL, x->pool_pre, x->pooled, (size_t)B * H, m->dt, err));
@@ -311,6 +319,7 @@ tf_status bert_forward_stage(tf_model *m, int first, int end, const tf_batch *b,
     }
     m->attn.batch = b->rows;
     m->attn.seq = b->seq;
+    BERT_TRY(bert_unpad_begin(m, b, err));
 
     /* GEMM operands in the compute dtype; f32 uses the master copy itself */
     if (m->wcompute != (void *)m->params)
@@ -322,8 +331,10 @@ tf_status bert_forward_stage(tf_model *m, int first, int end, const tf_batch *b,
         return st;
     }
     const int32_t *mask = b->attention_mask ? b->attention_mask : m->acts.ones;
-    m->batch_ids = b->input_ids;
-    m->batch_types = b->token_type_ids ? b->token_type_ids : m->acts.zeros;
+    m->batch_ids = m->packed ? m->acts.packed_ids : b->input_ids;
+    m->batch_types = m->packed           ? m->acts.packed_types
+                     : b->token_type_ids ? b->token_type_ids
+                                         : m->acts.zeros;
     m->batch_mask = mask;
     m->batch_labels = b->labels;
     for (int l = first; l < end; l++) {

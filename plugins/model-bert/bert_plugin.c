@@ -42,6 +42,8 @@ static void bert_destroy(tf_model *m)
     }
     free(m->acts.layer);
     free(m->host_pos);
+    free(m->host_cu);
+    free(m->host_mask);
     if (m->loss_ready) m->bk->event_destroy(m->be, m->loss_ready);
     if (m->host_loss) m->bk->free(m->be, m->host_loss, TF_MEM_HOST_PINNED);
     bert_labels_free(m->labels, m->cfg.num_labels);
@@ -252,10 +254,14 @@ static tf_status bert_reserve(tf_model *m, int rows, int seq, tf_error *err)
     }
     if (rows > m->max_rows || !m->host_pos) {
         free(m->host_pos);
+        free(m->host_cu);
         m->host_pos = malloc(2 * (size_t)rows * sizeof *m->host_pos);
+        m->host_cu = malloc(((size_t)rows + 1) * sizeof *m->host_cu);
     }
+    free(m->host_mask);
+    m->host_mask = malloc(tokens * sizeof *m->host_mask);
     if (!m->acts.layer) m->acts.layer = calloc((size_t)c->num_layers, sizeof *m->acts.layer);
-    if (!m->acts.layer || !m->host_pos) return tf_error_set(err, TF_ERR_RUNTIME, "model-bert: out of memory");
+    if (!m->acts.layer || !m->host_pos || !m->host_cu || !m->host_mask) return tf_error_set(err, TF_ERR_RUNTIME, "model-bert: out of memory");
     m->max_rows = rows;
     m->max_seq = seq;
 

@@ -13,6 +13,7 @@ plugins_model_bert_tfcore_model_bert_la_SOURCES = \
 	plugins/model-bert/bert_ops.c \
 	plugins/model-bert/bert_forward.c \
 	plugins/model-bert/bert_backward.c \
+	plugins/model-bert/bert_unpad.c \
 	plugins/model-bert/bert_plugin.c
 plugins_model_bert_tfcore_model_bert_la_CPPFLAGS = $(AM_CPPFLAGS) $(JANSSON_CFLAGS)
 plugins_model_bert_tfcore_model_bert_la_LDFLAGS = $(PLUGIN_LDFLAGS)

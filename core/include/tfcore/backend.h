@@ -20,7 +20,8 @@
  * host_memory, native_stream, device_count; ABI 1.2 cross_entropy_ex and
  * adamw_ex (descriptor structs whose first field is their size); ABI 1.3
  * dropout_fwd_ex, attention_fwd_ex and attention_bwd_ex (dropout masks by
- * global row, below), adafactor.
+ * global row, below), adafactor; ABI 1.4 attention_varlen_fwd and
+ * attention_varlen_bwd (attention over sequences packed without padding).
  *
  * Dropout masks (every backend draws the same bits, so the op suites compare
  * backends with dropout on). A mask is a pure function of
@@ -234,6 +235,30 @@ typedef struct tf_dropout_desc {
     uint64_t seed, offset;
     uint64_t row_first, row_stride;
 } tf_dropout_desc;
+/* --- ABI 1.4: attention over variable-length sequences (unpadded) ------------
+ * The tokens of attn.batch sequences packed without padding: sequence b is
+ * rows [cu_seqlens[b], cu_seqlens[b+1]) of
+ *   qkv, dqkv  [T, 3, heads, head_dim]   (T = cu_seqlens[batch]) row stride 3H
+ *   out, dout  [T, heads, head_dim]      row stride H
+ * and attends to all its own tokens and no other (no mask). Its rows are
+ * what attention_fwd gives for that sequence right-padded to any length with
+ * mask 1 on its first len_b = cu_seqlens[b+1] - cu_seqlens[b] positions:
+ * keys past a right-padded sequence's end have probability exactly 0, so
+ * packing changes no result, only the work. Dropout: sequence b's mask is
+ * that of global row row_first + b * row_stride with attention's element
+ * indices ("Dropout masks"), the same bits as the padded layout draws.
+ * attn.seq bounds every length (1 <= len_b <= attn.seq; a backend refuses
+ * or, where it cannot check without a sync (backend-cuda), clamps lengths to
+ * [0, attn.seq]); save is attention_save_bytes(&attn) large, as for the
+ * padded call with the same batch and seq. The backward must get the
+ * forward's descriptor. */
+typedef struct tf_attention_varlen_desc {
+    uint32_t size;               /* sizeof(tf_attention_varlen_desc) */
+    tf_attention_desc attn;      /* batch = sequences, seq = the longest length allowed */
+    const int32_t *cu_seqlens;   /* [batch + 1] int32, backend memory: 0, then increasing */
+    uint64_t row_first, row_stride; /* dropout rows (1.0 attention: 0, 1) */
+} tf_attention_varlen_desc;
+
 /* --- ABI 1.3: the adafactor slot's descriptor ----------------------------------
  * Adafactor as transformers.optimization.Adafactor (4.46) runs it for the
  * Trainer's optim = "adafactor": scale_parameter = relative_step =
@@ -457,6 +482,17 @@ typedef struct tf_backend_vtable {
      * without it cannot run training.optim = "adafactor". */
     tf_status (*adafactor)(tf_backend *be, tf_stream *s, float *params, const float *grads,
                            float *state, const tf_adafactor_desc *d, tf_error *err);
+
+    /* --- appended in ABI 1.4: optional, read through TF_HAS() ------------------ */
+    /* Attention over packed variable-length sequences (tf_attention_varlen_desc).
+     * A backend without them runs the padded layout (attention_fwd_ex). */
+    tf_status (*attention_varlen_fwd)(tf_backend *be, tf_stream *s,
+                                      const tf_attention_varlen_desc *d, const void *qkv,
+                                      void *out, void *save, bool train, tf_error *err);
+    tf_status (*attention_varlen_bwd)(tf_backend *be, tf_stream *s,
+                                      const tf_attention_varlen_desc *d, const void *qkv,
+                                      const void *out, const void *save, const void *dout,
+                                      void *dqkv, tf_error *err);
 } tf_backend_vtable;
 
 #ifdef __cplusplus

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Unpadded execution (#16.1): CPU training steps (forward, backward, AdamW,
+# fp32, dropout 0.1) on rows of ragged length, seq_len 512 with lengths
+# uniform in [MIN_LEN, 512] (data-synthetic's min_length), batch 16, on
+# bert-mini (L4 H256 A4 I1024) and MiniLM-L6 (L6 H384 A12 I1536), random init:
+#   tfcore padded    every row padded to 512 (data.padding "max_length", model.unpad false)
+#   tfcore longest   each batch padded to its longest row (padding "longest", unpad false)
+#   tfcore unpadded  padding "longest", model.unpad true (the default): real tokens only
+#   torch            PyTorch + transformers, the Trainer's LengthGroupedSampler
+#                    (group_by_length) and dynamic padding (bench/torch_varlen_train_step.py)
+# interleaved ROUNDS times in one run; samples/s are the mean over STEPS
+# timed steps (tfcore bench's samples_per_second_mean: ragged batches make
+# the median step a poor mean), and the process CPU seconds per sample over
+# the same steps (all threads: on a loaded machine wall time measures the
+# share of the cores a run got, CPU time the work it did); medians over the
+# rounds reported.
+#   bench/unpad_vs_torch.sh [ROUNDS] [STEPS] [MIN_LEN]   (default 3 rounds of 8 steps, 64;
+#   WARMUP warm-up steps before each timing, default 2)
+# Run from the build tree's top (where core/tfcore is). The peer's Python is
+# $TFCORE_PYTHON (torch and transformers; the Trainer's sampler needs
+# transformers >= 4).
+set -euo pipefail
+src="$(cd "$(dirname "$0")/.." && pwd)"
+build="${BUILD:-$PWD}"
+tfcore="$build/core/tfcore"
+[ -x "$tfcore" ] || { echo "unpad_vs_torch.sh: run from the build tree (no $tfcore)" >&2; exit 2; }
+py="${TFCORE_PYTHON:-${TFCORE_VENV:-$HOME/.cache/tfcore/venv}/bin/python}"
+rounds="${1:-3}"
+steps="${2:-8}"
+minlen="${3:-64}"
+warmup="${WARMUP:-2}"
+B=16
+S=512
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+models=("bert-mini 4 256 4 1024" "MiniLM-L6 6 384 12 1536")
+variants=("padded max_length false" "longest longest false" "unpadded longest true")
+for m in "${models[@]}"; do
+    set -- $m
+    for v in "${variants[@]}"; do
+        read -r vn padding unpad <<<"$v"
+        cat >"$tmp/$1.$vn.cfg" <<CFG
+model = { plugin = "bert"; preset = "bert-mini"; task = "classification"; num_labels = 2;
+          num_hidden_layers = $2; hidden_size = $3; num_attention_heads = $4; intermediate_size = $5;
+          unpad = $unpad; };
+data = { plugin = "synthetic"; task = "classification"; num_labels = 2; seq_len = $S;
+         min_length = $minlen; padding = "$padding"; num_examples = 4096; eval_examples = 0;
+         learnable = false; };
+backend = { plugin = "cpu"; };
+training = { per_device_train_batch_size = $B; learning_rate = 5e-5; };
+CFG
+    done
+done
+
+median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+field() { "$py" -c "import json,sys; print(json.loads(sys.stdin.read().strip().splitlines()[-1])['$1'])"; }
+
+echo "machine: $(nproc) cores, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)"
+echo "date:    $(date -u +%Y-%m-%dT%H:%MZ)"
+echo "peer:    $("$py" -c 'import torch, transformers; print("torch", torch.__version__, "+ transformers", transformers.__version__)')"
+echo "load:    $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15-minute load averages at the start)"
+echo "rows:    batch $B, seq_len $S, lengths uniform in [$minlen, $S]; $rounds rounds x $steps steps after $warmup warm-up"
+echo
+row() { # NAME METRIC(sps|cpu) FORMAT: one table row from the rounds' medians
+    local name=$1 k=$2 p l u t r1 r2 r3
+    p=$(median <"$tmp/padded.$k.$name"); l=$(median <"$tmp/longest.$k.$name")
+    u=$(median <"$tmp/unpadded.$k.$name"); t=$(median <"$tmp/torch.$k.$name")
+    if [ "$k" = sps ]; then # speedups: unpadded's samples/s over the other's
+        r1=$(awk -v a="$u" -v b="$p" 'BEGIN {printf "%.2f", a / b}')
+        r2=$(awk -v a="$u" -v b="$l" 'BEGIN {printf "%.2f", a / b}')
+        r3=$(awk -v a="$u" -v b="$t" 'BEGIN {printf "%.2f", a / b}')
+    else # the other's CPU seconds per sample over unpadded's
+        r1=$(awk -v a="$u" -v b="$p" 'BEGIN {printf "%.2f", b / a}')
+        r2=$(awk -v a="$u" -v b="$l" 'BEGIN {printf "%.2f", b / a}')
+        r3=$(awk -v a="$u" -v b="$t" 'BEGIN {printf "%.2f", b / a}')
+    fi
+    printf "| %-9s | $3 | $3 | $3 | $3 | %16sx | %16sx | %14sx |\n" "$name" "$p" "$l" "$u" "$t" "$r1" "$r2" "$r3"
+    echo "$name $k unpadded/padded ${r1}x, unpadded/longest ${r2}x, unpadded/torch ${r3}x" >>"$tmp/headline"
+}
+for m in "${models[@]}"; do
+    set -- $m
+    name=$1
+    for k in padded longest unpadded torch; do : >"$tmp/$k.sps.$name"; : >"$tmp/$k.cpu.$name"; done
+    for r in $(seq "$rounds"); do
+        for v in padded longest unpadded; do
+            out=$("$tfcore" bench -c "$tmp/$name.$v.cfg" --steps "$steps" --warmup "$warmup" --json 2>/dev/null)
+            echo "$out" | field samples_per_second_mean >>"$tmp/$v.sps.$name"
+            echo "$out" | field cpu_seconds_per_sample >>"$tmp/$v.cpu.$name"
+        done
+        out=$("$py" "$src/bench/torch_varlen_train_step.py" "$2" "$3" "$4" "$5" $B $S "$minlen" "$steps" "$warmup" 2>/dev/null)
+        echo "$out" | field samples_per_second >>"$tmp/torch.sps.$name"
+        echo "$out" | field cpu_seconds_per_sample >>"$tmp/torch.cpu.$name"
+    done
+    for k in padded longest unpadded torch; do
+        echo "  $name $k samples/s: $(tr '\n' ' ' <"$tmp/$k.sps.$name")cpu s/sample: $(tr '\n' ' ' <"$tmp/$k.cpu.$name")"
+    done >&2
+done
+echo "samples/s (wall, mean over the steps; medians of $rounds rounds) and speedup of unpadded:"
+printf '| %-9s | %-13s | %-13s | %-13s | %-13s | %-17s | %-17s | %-15s |\n' model "padded 512" "longest" "unpadded" "torch grouped" "unpadded/padded" "unpadded/longest" "unpadded/torch"
+printf '|%s|\n' "-----------|---------------|---------------|---------------|---------------|-------------------|-------------------|----------------"
+for m in "${models[@]}"; do set -- $m; row "$1" sps "%13.2f"; done
+echo
+echo "CPU seconds per sample (process CPU time, all threads; medians of $rounds rounds) and the other's over unpadded's:"
+printf '| %-9s | %-13s | %-13s | %-13s | %-13s | %-17s | %-17s | %-15s |\n' model "padded 512" "longest" "unpadded" "torch grouped" "padded/unpadded" "longest/unpadded" "torch/unpadded"
+printf '|%s|\n' "-----------|---------------|---------------|---------------|---------------|-------------------|-------------------|----------------"
+for m in "${models[@]}"; do set -- $m; row "$1" cpu "%13.4f"; done
+echo
+sed 's/^/headline: /' "$tmp/headline"
