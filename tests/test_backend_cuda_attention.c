@@ -579,7 +579,7 @@ static void varlen_check(const combo *k, int B, int S, int heads, int D, float p
     ck_assert(len && cu);
     cu[0] = 0;
     for (int b = 0; b < B; b++) {
-        len[b] = b == 0 ? 1 : b == 1 ? S : 1 + irand(S);
+        len[b] = b == 0 ? 1 : b == 1 ? S : 1 + tf_test_irand(S);
         cu[b + 1] = cu[b] + len[b];
     }
     const size_t T = (size_t)cu[B];
@@ -599,8 +599,8 @@ static void varlen_check(const combo *k, int B, int S, int heads, int D, float p
         memcpy(pq + (size_t)cu[b] * 3 * H, qkv + (size_t)b * S * 3 * H, (size_t)len[b] * 3 * H * sizeof(float));
         memcpy(pd + (size_t)cu[b] * H, dout + (size_t)b * S * H, (size_t)len[b] * H * sizeof(float));
     }
-    uint64_t seed = next64(), offset = next64() >> 20;
-    uint64_t row_first = next64() >> 40, row_stride = 1 + (uint64_t)irand(3);
+    uint64_t seed = tf_test_next(), offset = tf_test_next() >> 20;
+    uint64_t row_first = tf_test_next() >> 40, row_stride = 1 + (uint64_t)tf_test_irand(3);
     const bool train = true;
     att_case c = {B, S, heads, D, 1, p, train};
     char what[160];
