@@ -10,6 +10,7 @@ core_libtfcore_runtime_la_SOURCES += \
 	core/src/stop_signal.c core/src/stop_signal.h \
 	core/src/preflight.c core/src/preflight.h \
 	core/src/trainer_comm.c \
+	core/src/strategy.c core/src/strategy.h \
 	core/src/grad_buckets.c core/src/grad_buckets.h \
 	core/src/comm_recorder.c core/src/comm_recorder.h
 

@@ -1,0 +1,64 @@
+/* strategy.h — how data-parallel workers combine one optimizer step: one
+ * object per parallel strategy, called by the step (trainer.c) at a few
+ * fixed points:
+ *
+ *   for each micro-batch k:   backward_hook  (the model's grads-ready callback
+ *                                             for that backward, or none)
+ *   after the micro-batches:  reduce_gradients
+ *   in the optimizer step:    agree_overflow (found_inf the same on every rank)
+ *                             grad_norm_sq   (the squared norm of the whole gradient)
+ *   after the optimizer:      after_optimizer (parameters the same everywhere)
+ *
+ * and the range [opt_lo, opt_lo + opt_n) of the flat parameter buffer whose
+ * update this rank computes (its optimizer state covers exactly that range).
+ *
+ *   none          one worker: nothing to combine; it steps everything.
+ *   ddp           bucketed all-reduce (average) overlapping the last backward
+ *                 (grad_buckets.h); every rank steps everything.
+ *   dataparallel  torch DataParallel: each micro-batch scattered over the
+ *                 replicas, the gradients' sum reduced to rank 0, which alone
+ *                 steps and then broadcasts the parameters. */
+#ifndef TFCORE_STRATEGY_H
+#define TFCORE_STRATEGY_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "tfcore/error.h"
+#include "tfcore/model.h"
+
+struct tf_trainer;
+
+typedef struct tf_strategy {
+    const char *name;
+    /* true: the sampler draws one global stream and each micro-batch is
+     * scattered over the replicas (tf_sampler_set_batch) */
+    bool scatter;
+    /* true: the optimizer state covers only [opt_lo, opt_lo + opt_n) (ZeRO) */
+    bool sharded;
+    /* After the comm plugin is up (trace: TFCORE_TRACE_COMM's file or NULL;
+     * the strategy owns it). */
+    tf_status (*init)(struct tf_trainer *t, FILE *trace, tf_error *err);
+    void (*free)(struct tf_trainer *t);
+    /* Before micro-batch backward (last: the step's last one): the callback
+     * the model calls as ranges of gradients become final, or NULL. */
+    tf_grads_ready_fn (*backward_hook)(struct tf_trainer *t, bool last, void **user);
+    /* After the step's micro-batches: the gradients of [opt_lo, opt_lo+opt_n)
+     * reduced (averaged over ranks) on this rank. */
+    tf_status (*reduce_gradients)(struct tf_trainer *t, tf_error *err);
+    /* This rank's overflow check of its range, made the job's. */
+    tf_status (*agree_overflow)(struct tf_trainer *t, bool *found_inf, tf_error *err);
+    /* *sq (this rank's sum of squares over its range) made the whole gradient's. */
+    tf_status (*grad_norm_sq)(struct tf_trainer *t, double *sq, tf_error *err);
+    /* After the optimizer updated (or, skipped, did not update) the range. */
+    tf_status (*after_optimizer)(struct tf_trainer *t, bool skipped, tf_error *err);
+} tf_strategy;
+
+extern const tf_strategy tf_strategy_none, tf_strategy_ddp, tf_strategy_dataparallel;
+
+/* The strategy for this worker (the comm plugin and comm.zero_stage), and
+ * this rank's optimizer range, set on t before the optimizer state is
+ * allocated. */
+void tf_strategy_pick(struct tf_trainer *t);
+
+#endif
