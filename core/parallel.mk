@@ -11,6 +11,7 @@ core_libtfcore_runtime_la_SOURCES += \
 	core/src/preflight.c core/src/preflight.h \
 	core/src/trainer_comm.c \
 	core/src/strategy.c core/src/strategy.h \
+	core/src/strategy_zero.c \
 	core/src/grad_buckets.c core/src/grad_buckets.h \
 	core/src/comm_recorder.c core/src/comm_recorder.h
 
@@ -23,6 +24,10 @@ tests_params_diff_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_params_diff_LDADD = $(TEST_LDADD) -lm
 TESTS += tests/test_parallel.sh
 EXTRA_DIST += tests/test_parallel.sh
+# ZeRO stage 1 and 2 (comm.zero_stage): equal to DDP, memory per rank,
+# checkpoints and resume across world sizes, refusals (tests/test_zero.sh).
+TESTS += tests/test_zero.sh
+EXTRA_DIST += tests/test_zero.sh
 # The collectives' flight recorder and its report (comm_recorder.c).
 check_PROGRAMS += tests/test_comm_recorder
 tests_test_comm_recorder_SOURCES = tests/test_comm_recorder.c

@@ -68,6 +68,11 @@ int tf_cli_train(int argc, char **argv)
         }
         printf("# tfcore --dry-run: %s resolved; every plugin and key checked\n", config);
         tf_plan_print_plugins(&plan, stdout);
+        if (tf_plan_print_zero_shards(&plan, stdout, &err)) {
+            rc = tf_cli_fail(&err);
+            tf_plan_free(&plan);
+            goto out;
+        }
         tf_config_dump(plan.cfg, stdout);
     } else if (tf_launch_train(&plan, argc, argv, &err)) {
         /* an empty message: the failing worker printed its error itself */

@@ -31,7 +31,9 @@ typedef enum tf_comm_kind {
     TF_COMM_ALLREDUCE = 1,
     TF_COMM_REDUCE = 2,
     TF_COMM_BROADCAST = 3,
-    TF_COMM_BARRIER = 4
+    TF_COMM_BARRIER = 4,
+    TF_COMM_REDUCE_SCATTER = 5, /* ZeRO (strategy.h) */
+    TF_COMM_ALL_GATHER = 6
 } tf_comm_kind;
 
 /* Where a rank is between collectives. */

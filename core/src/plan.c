@@ -3,6 +3,7 @@
 
 #include "plan.h"
 #include "stack.h"
+#include "strategy.h"
 #include "tfcore/backend.h"
 #include "tfcore/comm.h"
 #include "tfcore/dataset.h"
@@ -53,6 +54,34 @@ static tf_status pick_plugin(tf_plan *plan, uint32_t kind, const char *fallback,
 
 /* Training keys that need a slot added after ABI 1.0: refused here (so by
  * --dry-run too) when the chosen backend or model lacks it, never ignored. */
+/* comm.zero_stage > 0: a DDP-style comm plugin with the sharded collectives
+ * (ABI 1.4), and AdamW (its moments shard by element; Adafactor's factored
+ * state lives per matrix row and column, which a flat shard would cut). */
+static tf_status check_zero(const tf_plan *plan, tf_error *err)
+{
+    const tf_loaded_plugin *cp = plan->plugin[TF_KIND_COMM];
+    if (!cp || plan->comm.zero_stage == 0) return TF_OK;
+    tf_section *cs = tf_config_section(plan->cfg, "comm");
+    const tf_comm_vtable *cvt = cp->desc->vtable;
+    if (cvt->optimizer_on_root_only())
+        return tf_error_set(err, TF_ERR_CONFIG,
+                            "%s: comm.zero_stage = %d needs a DDP-style comm plugin (mpi, nccl); '%s' runs the "
+                            "optimizer on rank 0 only (DataParallel), so there is no optimizer state to shard",
+                            tf_cfg_where(cs, "zero_stage"), plan->comm.zero_stage, cp->desc->name);
+    if (!TF_HAS(cvt, reduce_scatter) || !TF_HAS(cvt, all_gather) || !cvt->reduce_scatter || !cvt->all_gather)
+        return tf_error_set(err, TF_ERR_CONFIG,
+                            "%s: comm.zero_stage = %d needs a comm plugin with reduce_scatter and all_gather "
+                            "(plugin ABI 1.4); '%s' (ABI %u.%u) does not have them",
+                            tf_cfg_where(cs, "zero_stage"), plan->comm.zero_stage, cp->desc->name,
+                            cp->desc->abi_major, cp->desc->abi_minor);
+    if (plan->training.optim == TF_OPTIM_ADAFACTOR)
+        return tf_error_set(err, TF_ERR_CONFIG,
+                            "%s: comm.zero_stage = %d shards AdamW's moments; training.optim = \"adafactor\" keeps "
+                            "factored per-matrix state that a flat shard would cut: use zero_stage = 0 with it",
+                            tf_cfg_where(cs, "zero_stage"), plan->comm.zero_stage);
+    return TF_OK;
+}
+
 static tf_status check_abi_needs(const tf_plan *plan, tf_error *err)
 {
     const tf_loaded_plugin *bp = plan->plugin[TF_KIND_BACKEND], *mp = plan->plugin[TF_KIND_MODEL];
@@ -87,6 +116,8 @@ static tf_status check_abi_needs(const tf_plan *plan, tf_error *err)
                             "%s: training.optim = \"adafactor\" needs a backend with adafactor (plugin ABI 1.3); "
                             "backend '%s' (ABI %u.%u) does not have it",
                             tf_cfg_where(ts, "optim"), bp->desc->name, bp->desc->abi_major, bp->desc->abi_minor);
+    tf_status zst = check_zero(plan, err);
+    if (zst) return zst;
     /* predict resolves a plan without a data section (tf_plan_resolve_for) */
     const tf_loaded_plugin *dp = plan->plugin[TF_KIND_DATASET];
     if (a->group_by_length && dp && !TF_HAS((const tf_dataset_vtable *)dp->desc->vtable, row_length))
@@ -136,7 +167,8 @@ tf_status tf_plan_resolve_for(tf_plan *plan, const char *config_file, char *cons
                           plan->plugin[TF_KIND_PRECISION]->desc->name, flag_precision, flag_precision);
         goto fail;
     }
-    plan->comm = (tf_comm_settings){1, 25.0, "", 60.0, TF_COMM_TIMEOUT_DEFAULT};
+    plan->comm = (tf_comm_settings){.world_size = 1, .bucket_mb = 25.0, .mpirun_args = "",
+                                    .mpirun_start_timeout = 60.0, .timeout_s = TF_COMM_TIMEOUT_DEFAULT};
     plan->config_file = config_file;
     if (tf_config_has_section(plan->cfg, "comm")) {
         tf_section *cs = tf_config_section(plan->cfg, "comm");
@@ -152,6 +184,9 @@ tf_status tf_plan_resolve_for(tf_plan *plan, const char *config_file, char *cons
         if ((st = tf_cfg_float(cs, "timeout_s", TF_COMM_TIMEOUT_DEFAULT, TF_COMM_TIMEOUT_MIN, TF_COMM_TIMEOUT_MAX,
                                &plan->comm.timeout_s, err)))
             goto fail;
+        long long zs;
+        if ((st = tf_cfg_int(cs, "zero_stage", 0, 0, 2, &zs, err))) goto fail;
+        plan->comm.zero_stage = (int)zs;
         if ((st = pick_plugin(plan, TF_KIND_COMM, NULL, err))) goto fail;
     }
     if ((st = pick_plugin(plan, TF_KIND_MODEL, NULL, err))) goto fail;
@@ -193,6 +228,31 @@ tf_status tf_plan_check_precision(const tf_plan *plan, tf_error *err)
     tf_stack s;
     tf_stack_options o = {.device = 0, .threads = 1, .with_model = false};
     tf_status st = tf_stack_open(&s, plan, &o, err);
+    tf_stack_close(&s);
+    return st;
+}
+
+tf_status tf_plan_print_zero_shards(const tf_plan *plan, FILE *out, tf_error *err)
+{
+    if (!plan->plugin[TF_KIND_COMM] || plan->comm.zero_stage == 0) return TF_OK;
+    tf_stack s;
+    tf_stack_options o = {.device = 0, .threads = 1, .with_model = true};
+    tf_status st = tf_stack_open(&s, plan, &o, err);
+    if (!st) {
+        tf_model_buffers b;
+        s.model.vt->buffers(s.model.h, &b);
+        int w = plan->comm.world_size;
+        fprintf(out, "# ZeRO stage %d over %d ranks: %zu parameters; each rank keeps the AdamW moments of its "
+                     "shard%s:\n",
+                plan->comm.zero_stage, w, b.n,
+                plan->comm.zero_stage == 2 ? " and receives only its shard's reduced gradients" : "");
+        for (int r = 0; r < w; r++) {
+            size_t lo, n;
+            tf_zero_shard(b.n, w, r, &lo, &n);
+            fprintf(out, "#   rank %d: parameters [%zu, %zu), %zu elements; optimizer state %.2f MiB (whole: %.2f MiB)\n",
+                    r, lo, lo + n, n, 2.0 * (double)n * 4 / 1048576.0, 2.0 * (double)b.n * 4 / 1048576.0);
+        }
+    }
     tf_stack_close(&s);
     return st;
 }

@@ -19,6 +19,8 @@ extern const char *const tf_kind_section[TF_KIND_MAX + 1];
 typedef struct tf_comm_settings {
     int world_size;          /* comm.world_size: workers in the job (1 without a comm section) */
     double bucket_mb;        /* comm.bucket_mb: gradient bucket size for overlapped all-reduce */
+    int zero_stage;          /* comm.zero_stage: 0 (DDP), 1 (optimizer state sharded), 2 (and
+                                gradients reduce-scattered); strategy.h */
     const char *mpirun_args; /* comm.mpirun_args: extra arguments when tfcore re-executes
                                 itself under mpirun ("" for none) */
     double mpirun_start_timeout; /* comm.mpirun_start_timeout: seconds mpirun gets to start
@@ -56,6 +58,10 @@ void tf_plan_free(tf_plan *plan);
 /* Open the backend (device 0) and create the precision, to check the backend
  * can compute in that precision (`--dry-run`; a run checks it at setup). */
 tf_status tf_plan_check_precision(const tf_plan *plan, tf_error *err);
+/* --dry-run with comm.zero_stage > 0: create the model once to count its
+ * parameters and print, as comment lines, each rank's shard of them and the
+ * optimizer state it keeps (strategy.h's tf_zero_shard). */
+tf_status tf_plan_print_zero_shards(const tf_plan *plan, FILE *out, tf_error *err);
 
 /* Human-readable summary of the plugins chosen, as libconfig comments. */
 void tf_plan_print_plugins(const tf_plan *plan, FILE *out);

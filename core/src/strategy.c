@@ -1,6 +1,6 @@
 /* strategy.c — choosing a worker's parallel strategy, and the three that
  * keep every parameter's optimizer state on one rank or all: none, ddp,
- * dataparallel (strategy.h). */
+ * dataparallel (strategy.h). ZeRO's are in strategy_zero.c. */
 #include "strategy.h"
 #include "trainer_internal.h"
 
@@ -13,6 +13,9 @@ void tf_strategy_pick(tf_trainer *t)
     } else if (t->w.cvt->optimizer_on_root_only()) {
         t->strategy = &tf_strategy_dataparallel;
         if (t->rank != 0) t->opt_n = 0; /* only the root steps */
+    } else if (t->plan->comm.zero_stage > 0) {
+        t->strategy = t->plan->comm.zero_stage == 1 ? &tf_strategy_zero1 : &tf_strategy_zero2;
+        tf_zero_shard(t->buf.n, t->world, t->rank, &t->opt_lo, &t->opt_n);
     } else {
         t->strategy = &tf_strategy_ddp;
     }

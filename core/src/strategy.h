@@ -17,7 +17,12 @@
  *                 (grad_buckets.h); every rank steps everything.
  *   dataparallel  torch DataParallel: each micro-batch scattered over the
  *                 replicas, the gradients' sum reduced to rank 0, which alone
- *                 steps and then broadcasts the parameters. */
+ *                 steps and then broadcasts the parameters.
+ *   zero1, zero2  ZeRO stage 1 / 2 (strategy_zero.c): each rank owns a shard
+ *                 of the flat buffer and keeps the optimizer state for it only;
+ *                 stage 1 all-reduces the gradients as ddp, stage 2
+ *                 reduce-scatters them into the owners' shards; both
+ *                 all-gather the updated parameters. */
 #ifndef TFCORE_STRATEGY_H
 #define TFCORE_STRATEGY_H
 
@@ -54,11 +59,22 @@ typedef struct tf_strategy {
     tf_status (*after_optimizer)(struct tf_trainer *t, bool skipped, tf_error *err);
 } tf_strategy;
 
-extern const tf_strategy tf_strategy_none, tf_strategy_ddp, tf_strategy_dataparallel;
+extern const tf_strategy tf_strategy_none, tf_strategy_ddp, tf_strategy_dataparallel, tf_strategy_zero1,
+    tf_strategy_zero2;
 
 /* The strategy for this worker (the comm plugin and comm.zero_stage), and
  * this rank's optimizer range, set on t before the optimizer state is
  * allocated. */
 void tf_strategy_pick(struct tf_trainer *t);
+
+/* ZeRO's shard of rank r among world ranks over n elements: the first
+ * world * (n / world) elements in equal blocks of n / world, rank r owning
+ * block r; the last rank also owns the n % world elements past them. */
+void tf_zero_shard(size_t n, int world, int rank, size_t *lo, size_t *count);
+
+/* ZeRO: buf[n] (backend memory, n = the model's parameters) whole on every
+ * rank, from each rank's shard of it (all-gather, then the tail broadcast
+ * from the last rank). Collective. */
+tf_status tf_zero_gather(struct tf_trainer *t, float *buf, tf_error *err);
 
 #endif

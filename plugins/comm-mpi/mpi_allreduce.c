@@ -1,5 +1,6 @@
 /* mpi_allreduce.c — asynchronous all-reduce (allreduce_start / wait), the
- * request pool, and progress.
+ * request pool, and progress; wait completes the sharded collectives of
+ * mpi_sharded.c too.
  *
  * allreduce_start starts one MPI_Iallreduce per chunk of at most
  * `chunk_elements` elements, in place, and returns. Open MPI has no
@@ -41,7 +42,7 @@ static void list_remove(tf_comm_request **head, tf_comm_request **tail, tf_comm_
     r->next = r->prev = NULL;
 }
 
-static tf_comm_request *request_get(tf_comm *c)
+tf_comm_request *cm_request_get(tf_comm *c)
 {
     tf_comm_request *r = c->pool_head;
     if (r) {
@@ -127,19 +128,24 @@ static const char *op_name(tf_reduce_op op) { return op == TF_REDUCE_AVG ? "avg"
 
 /* Start the chunks of r (under cm_lock). On an MPI error the chunks already
  * started stay in flight: the job cannot continue, the core aborts it. */
-static tf_status start_chunks(tf_comm *c, tf_comm_request *r, MPI_Datatype type, size_t esize,
-                              tf_error *err)
+tf_status cm_request_chunks(tf_comm *c, tf_comm_request *r, size_t nchunks, tf_error *err)
 {
-    size_t nchunks = r->count == 0 ? 0 : (r->count - 1) / c->chunk + 1;
     if (nchunks > r->chunks_cap) {
         MPI_Request *p = realloc(r->chunks, nchunks * sizeof *p);
-        if (!p)
-            return cm_fail(c, err, "allreduce_start: out of memory for %zu MPI requests",
-                           nchunks);
+        if (!p) return cm_fail(c, err, "out of memory for %zu MPI requests", nchunks);
         r->chunks = p;
         r->chunks_cap = nchunks;
     }
     r->nchunks = 0;
+    return TF_OK;
+}
+
+static tf_status start_chunks(tf_comm *c, tf_comm_request *r, MPI_Datatype type, size_t esize,
+                              tf_error *err)
+{
+    size_t nchunks = r->count == 0 ? 0 : (r->count - 1) / c->chunk + 1;
+    tf_status cst = cm_request_chunks(c, r, nchunks, err);
+    if (cst) return cst;
     for (size_t i = 0; i < nchunks; i++) {
         size_t off = i * c->chunk;
         size_t n = r->count - off < c->chunk ? r->count - off : c->chunk;
@@ -174,15 +180,17 @@ tf_status cm_allreduce_start(tf_comm *c, void *buf, size_t count, tf_dtype dt, t
     size_t bytes = count * esize;
 
     pthread_mutex_lock(&cm_lock);
-    tf_comm_request *r = request_get(c);
+    tf_comm_request *r = cm_request_get(c);
     if (!r) {
         pthread_mutex_unlock(&cm_lock);
         return cm_fail(c, err, "allreduce_start: out of memory for a request");
     }
     pthread_mutex_unlock(&cm_lock);
 
+    r->kind = CM_ALLREDUCE;
     r->buf = buf;
     r->count = count;
+    r->block = 0;
     r->dt = dt;
     r->op = op;
     r->path = cm_reduction_path(c, dt, op);
@@ -203,10 +211,16 @@ tf_status cm_allreduce_start(tf_comm *c, void *buf, size_t count, tf_dtype dt, t
 
     pthread_mutex_lock(&cm_lock);
     if (!st) st = start_chunks(c, r, type, esize, err);
+    st = cm_request_launched(c, r, st, req);
+    pthread_mutex_unlock(&cm_lock);
+    return st;
+}
+
+tf_status cm_request_launched(tf_comm *c, tf_comm_request *r, tf_status st, tf_comm_request **req)
+{
     if (st && r->nchunks == 0) {
         /* nothing reached MPI: the request goes back to the pool */
         list_push_tail(&c->pool_head, &c->pool_tail, r);
-        pthread_mutex_unlock(&cm_lock);
         return st;
     }
     list_push_tail(&c->inflight_head, &c->inflight_tail, r);
@@ -217,10 +231,19 @@ tf_status cm_allreduce_start(tf_comm *c, void *buf, size_t count, tf_dtype dt, t
         if (c->progress_running) pthread_cond_signal(&c->progress_wake);
     }
     if (!st) test_inflight(c); /* progress for this and earlier buckets */
-    pthread_mutex_unlock(&cm_lock);
     if (st) return st; /* started chunks stay in flight; see start_chunks */
     *req = r;
     return TF_OK;
+}
+
+/* The MPI call a request kind makes, and what it does, for messages. */
+static const char *kind_call(cm_kind k)
+{
+    return k == CM_REDUCE_SCATTER ? "MPI_Ireduce_scatter_block" : k == CM_ALL_GATHER ? "MPI_Iallgather" : "MPI_Iallreduce";
+}
+static const char *kind_what(cm_kind k)
+{
+    return k == CM_REDUCE_SCATTER ? "reduce-scatter" : k == CM_ALL_GATHER ? "all-gather" : "all-reduce";
 }
 
 tf_status cm_wait(tf_comm *c, tf_comm_request *r, tf_error *err)
@@ -236,7 +259,7 @@ tf_status cm_wait(tf_comm *c, tf_comm_request *r, tf_error *err)
     }
     if (!r->complete) {
         char what[96];
-        snprintf(what, sizeof what, "all-reduce of %zu %s", r->count, tf_dtype_name(r->dt));
+        snprintf(what, sizeof what, "%s of %zu %s", kind_what(r->kind), r->count, tf_dtype_name(r->dt));
         tf_error perr = {0};
         double deadline = r->t_start + c->timeout_s + CM_TIMEOUT_GRACE_S;
         tf_status pst = cm_poll(c, r->chunks, (int)r->nchunks, deadline, what, &perr);
@@ -257,8 +280,19 @@ tf_status cm_wait(tf_comm *c, tf_comm_request *r, tf_error *err)
 
     tf_status st = TF_OK;
     if (r->mpi_rc != MPI_SUCCESS) {
-        st = cm_mpi_fail(c, err, r->mpi_rc, "MPI_Iallreduce of %zu %s (%s)", r->count,
+        st = cm_mpi_fail(c, err, r->mpi_rc, "%s of %zu %s (%s)", kind_call(r->kind), r->count,
                          tf_dtype_name(r->dt), op_name(r->op));
+    } else if (r->count && r->kind == CM_REDUCE_SCATTER) {
+        /* the own block's sum is in recv (host) or in place: put it in place, average it */
+        size_t esize = tf_dtype_size(r->dt), bytes = r->block * esize, at = (size_t)c->rank * bytes;
+        char *own = (char *)r->mpi_buf + at;
+        if (!r->in_place) memcpy(own, r->recv.ptr, bytes);
+        if (r->op == TF_REDUCE_AVG) st = cm_divide(c, own, true, r->block, r->dt, "wait", err);
+        if (!st && r->path == CM_PATH_STAGED)
+            st = cm_to_device(c, (char *)r->buf + at, (char *)r->stage.ptr + at, bytes, "wait", err);
+    } else if (r->count && r->kind == CM_ALL_GATHER) {
+        if (r->path == CM_PATH_STAGED)
+            st = cm_to_device(c, r->buf, r->stage.ptr, r->count * tf_dtype_size(r->dt), "wait", err);
     } else if (r->count) {
         size_t bytes = r->count * tf_dtype_size(r->dt);
         bool on_host = r->path != CM_PATH_CUDA_AWARE;
@@ -279,6 +313,7 @@ size_t cm_requests_free(tf_comm *c)
     while ((r = c->pool_head)) {
         list_remove(&c->pool_head, &c->pool_tail, r);
         cm_host_release(c, &r->stage);
+        cm_host_release(c, &r->recv);
         free(r->chunks);
         free(r);
         c->nrequests--;

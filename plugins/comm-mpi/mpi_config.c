@@ -1,6 +1,6 @@
 /* mpi_config.c — the comm-mpi keys of the `comm` section, as one table
  * (tfcore/config_keys.h; README.md's key section is generated from it). The
- * core owns and reads plugin, world_size, bucket_mb, mpirun_args and
+ * core owns and reads plugin, world_size, bucket_mb, zero_stage, mpirun_args and
  * timeout_s: they are not in the table. This file reads the table's keys, and
  * timeout_s, which the core validates and this plugin applies to its own
  * waits (README.md documents each). */

@@ -282,6 +282,8 @@ static const tf_comm_vtable mpi_vtable = {
     .broadcast = cm_broadcast,
     .barrier = cm_barrier,
     .abort = mpi_abort,
+    .reduce_scatter = cm_reduce_scatter_start,
+    .all_gather = cm_all_gather_start,
 };
 
 TF_PLUGIN_DEFINE(TF_KIND_COMM, CM_PLUGIN_NAME, CM_PLUGIN_VERSION,
