@@ -3,7 +3,7 @@
 # through `tfcore train` with comm-mpi (mpirun, re-executed by tfcore):
 #  - 3 optimizer steps end with the parameters of plain DDP (mpi) within 1e-5
 #    relative at world 2 and 4, stage 1 and 2, dropout off; with small buckets
-#    (stage 1) and chunked MPI calls (stage 2); at world 3, where the
+#    (stage 1), chunked MPI calls (stage 2) and gradient accumulation; at world 3, where the
 #    parameters do not divide and the last rank owns the tail;
 #  - results.json's optimizer_states per rank is DDP's divided by the world;
 #  - --dry-run prints every rank's shard;
@@ -44,7 +44,7 @@ data = { plugin = "synthetic"; task = "classification"; num_labels = 2; seq_len 
          num_examples = 96; eval_examples = 0; learnable = true; };
 backend = { plugin = "cpu"; threads = 1; };
 training = { output_dir = "$tmp/$1"; max_steps = ${STEPS:-3}; per_device_train_batch_size = $2;
-             gradient_accumulation_steps = 1; learning_rate = 5e-5; warmup_steps = 0; weight_decay = 0.01;
+             gradient_accumulation_steps = ${ACC:-1}; learning_rate = 5e-5; warmup_steps = 0; weight_decay = 0.01;
              logging_steps = 1; eval_strategy = "no"; save_strategy = "${SAVE:-no}"; seed = 11; ${4:-} };
 ${3:-}
 CFG
@@ -73,6 +73,9 @@ cfg z1w2 8 "$(mpi 2 'zero_stage = 1;')" && train z1w2 && same ddp2 z1w2 && same 
 cfg z2w2 8 "$(mpi 2 'zero_stage = 2;')" && train z2w2 && same ddp2 z2w2 && same base z2w2
 cfg z1w4 4 "$(mpi 4 'zero_stage = 1; bucket_mb = 0.5;')" && train z1w4 && same ddp4 z1w4 && same base z1w4
 cfg z2w4 4 "$(mpi 4 'zero_stage = 2; chunk_elements = 100000;')" && train z2w4 && same ddp4 z2w4 && same base z2w4
+# gradient accumulation: the reduction after the last micro-batch only
+ACC=2 cfg z2acc 4 "$(mpi 2 'zero_stage = 2;')" && train z2acc && same base z2acc
+ACC=2 cfg z1acc 4 "$(mpi 2 'zero_stage = 1;')" && train z1acc && same base z1acc
 # world 3: bert-tiny's 4328864 parameters leave a tail of 2 for the last rank
 cfg base12 12 && train base12
 cfg z1w3 4 "$(mpi 3 'zero_stage = 1;')" && train z1w3 && same base12 z1w3
