@@ -1,6 +1,6 @@
 /* nccl_config.c — comm-nccl's own keys of the comm section, as one table
  * (tfcore/config_keys.h; README.md's key section is generated from it). The
- * core owns plugin, world_size, bucket_mb, mpirun_args and timeout_s: they
+ * core owns plugin, world_size, bucket_mb, zero_stage, mpirun_args and timeout_s: they
  * are not in the table, and only timeout_s is read here (with the core's
  * bounds), because this plugin waits in its own loops. */
 #include <string.h>
