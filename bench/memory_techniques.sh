@@ -8,7 +8,13 @@
 #   both          gradient checkpointing + Adafactor
 # with `tfcore bench --json`: samples/s, peak RSS, peak backend memory and the
 # memory by category (weights, gradients, optimizer states, activations,
-# temporaries). ROUNDS rounds, each running the four once (the order rotated
+# temporaries); and, with comm-mpi built, the same global batch on 2 ranks
+# (mpirun, batch/2 each) through `tfcore train` (rank 0's results.json:
+# train_samples_per_second over the warm-up and timed steps together, rank
+# 0's peak RSS and memory by category):
+#   ddp-x2        plain DDP (comm mpi, zero_stage = 0), the reference of the two below
+#   zero1-x2      comm.zero_stage = 1 (AdamW moments sharded)
+#   zero2-x2      comm.zero_stage = 2 (and gradients reduce-scattered) ROUNDS rounds, each running the four once (the order rotated
 # every round), medians; min-max of samples/s in brackets. Step time vs the
 # baseline is the median over rounds of the ratio within a round, which a
 # machine whose load changes between rounds skews less than a ratio of medians.
@@ -16,7 +22,7 @@
 #   (default 3 rounds of 3 timed steps after 1 warm-up, MiniLM-L6, 16 x 256)
 # MODEL: MiniLM-L6 (L6 H384 A12 I1536) or bert-mini (L4 H256 A4 I1024), random
 # weights, vocab 30522. Run from the build tree's top (where core/tfcore is).
-# ZeRO is not here: tfcore does not implement it (issue 18).
+# MPI=0 leaves the x2 runs out.
 set -euo pipefail
 build="${BUILD:-$PWD}"
 tfcore="$build/core/tfcore"
@@ -38,12 +44,23 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 runs=(baseline checkpointing adafactor both)
+if [ "${MPI:-1}" != 0 ] && "$tfcore" plugins 2>/dev/null | grep -Eq '^ *comm +mpi '; then
+    [ $((batch % 2)) -eq 0 ] || { echo "memory_techniques.sh: the x2 runs need an even BATCH" >&2; exit 2; }
+    runs+=(ddp-x2 zero1-x2 zero2-x2)
+    : "${OMPI_MCA_btl:=self,vader}" # one machine: no network transports probed
+    export OMPI_MCA_btl
+fi
 for name in "${runs[@]}"; do
-    extra=""
+    extra="" comm="" per_device=$batch
     case "$name" in
         checkpointing) extra='gradient_checkpointing = true;' ;;
         adafactor) extra='optim = "adafactor";' ;;
         both) extra='gradient_checkpointing = true; optim = "adafactor";' ;;
+        *-x2) per_device=$((batch / 2))
+              stage=0; case "$name" in zero1*) stage=1 ;; zero2*) stage=2 ;; esac
+              comm="comm = { plugin = \"mpi\"; world_size = 2; zero_stage = $stage; };"
+              extra="output_dir = \"$tmp/$name.run\"; overwrite_output_dir = true; max_steps = $((steps + warmup));
+                     save_strategy = \"no\"; logging_steps = 1000;" ;;
     esac
     cat >"$tmp/$name.cfg" <<CFG
 model = { plugin = "bert"; preset = "bert-mini"; task = "classification"; num_labels = 2;
@@ -51,7 +68,8 @@ model = { plugin = "bert"; preset = "bert-mini"; task = "classification"; num_la
 data = { plugin = "synthetic"; task = "classification"; num_labels = 2; seq_len = $seq;
          num_examples = $((batch * (steps + warmup) * 2)); eval_examples = 0; learnable = false; };
 backend = { plugin = "cpu"; };
-training = { per_device_train_batch_size = $batch; learning_rate = 5e-5; $extra };
+training = { per_device_train_batch_size = $per_device; learning_rate = 5e-5; $extra };
+$comm
 CFG
 done
 
@@ -62,7 +80,11 @@ record() {
     python3 - "$1" "$2" "${keys[@]}" <<'PY'
 import json, sys
 out, prefix, keys = sys.argv[1], sys.argv[2], sys.argv[3:]
-r = json.loads(open(out).read().strip().splitlines()[-1])
+if out.endswith(".json"):  # a training run's results.json (rank 0)
+    j = json.load(open(out))
+    r = dict(j["tfcore"], samples_per_second=j["train_samples_per_second"])
+else:  # the last line of `tfcore bench --json`
+    r = json.loads(open(out).read().strip().splitlines()[-1])
 mem = r.get("memory_bytes")
 if mem is None:
     sys.exit("memory_techniques.sh: tfcore bench reported no memory_bytes")
@@ -81,9 +103,16 @@ n=${#runs[@]}
 for ((k = 0; k < rounds; k++)); do
     for ((j = 0; j < n; j++)); do
         name=${runs[$(((j + k) % n))]}
-        "$tfcore" bench -c "$tmp/$name.cfg" --steps "$steps" --warmup "$warmup" --json >"$tmp/out" 2>"$tmp/err" ||
-            { echo "memory_techniques.sh: $name failed:" >&2; tail -n 20 "$tmp/err" "$tmp/out" >&2; exit 1; }
-        record "$tmp/out" "$tmp/$name"
+        case "$name" in
+        *-x2)
+            "$tfcore" -c "$tmp/$name.cfg" >"$tmp/out" 2>"$tmp/err" ||
+                { echo "memory_techniques.sh: $name failed:" >&2; tail -n 20 "$tmp/err" "$tmp/out" >&2; exit 1; }
+            record "$tmp/$name.run/results.json" "$tmp/$name" ;;
+        *)
+            "$tfcore" bench -c "$tmp/$name.cfg" --steps "$steps" --warmup "$warmup" --json >"$tmp/out" 2>"$tmp/err" ||
+                { echo "memory_techniques.sh: $name failed:" >&2; tail -n 20 "$tmp/err" "$tmp/out" >&2; exit 1; }
+            record "$tmp/out" "$tmp/$name" ;;
+        esac
     done
 done
 echo "load:    $(cut -d' ' -f1-3 /proc/loadavg) (at the end)"
@@ -99,8 +128,12 @@ for name in "${runs[@]}"; do
         "$m_samples_per_second" "$range" "$ratio" \
         "$m_peak_rss_mb" "$m_peak_backend_memory_mb" "$m_weights" "$m_gradients" "$m_optimizer_states" \
         "$m_activations" "$m_temporaries"
-    eval "r_$name=$ratio; o_$name=$m_optimizer_states; a_$name=$m_activations"
+    eval "r_${name//-/_}=$ratio; o_${name//-/_}=$m_optimizer_states; a_${name//-/_}=$m_activations"
 done
 echo
 awk -v t="$r_checkpointing" -v ba="$b_act" -v ca="$a_checkpointing" -v bo="$b_opt" -v ao="$o_adafactor" \
     'BEGIN {printf "headline: checkpointing %.2fx step time, activations /%.1f; adafactor optimizer states /%.0f (medians of '"$rounds"' rounds)\n", t, ba / ca, bo / ao}'
+if [ -n "${o_zero1_x2:-}" ]; then
+    awk -v d="$o_ddp_x2" -v z1="$o_zero1_x2" -v z2="$o_zero2_x2" \
+        'BEGIN {printf "headline: rank 0 optimizer states: DDP x2 %.1f MiB, ZeRO-1 x2 %.1f MiB (/%.2f), ZeRO-2 x2 %.1f MiB (/%.2f)\n", d, z1, d / z1, z2, d / z2}'
+fi

@@ -12,7 +12,9 @@ core_libtfcore_runtime_la_SOURCES += \
 	core/runtime/trainer_comm.c \
 	core/runtime/grad_buckets.c core/runtime/grad_buckets.h \
 	core/runtime/comm_recorder.c core/runtime/comm_recorder.h \
-	core/runtime/comm_peers.c core/runtime/comm_peers.h
+	core/runtime/comm_peers.c core/runtime/comm_peers.h \
+	core/runtime/trainer_strategy.c core/runtime/trainer_strategy.h \
+	core/runtime/trainer_zero.c
 
 # The strategies end to end: equivalence with one worker, overlap order,
 # uneven shards, killed workers (tests/test_parallel.sh), and the tool that
@@ -23,6 +25,10 @@ tests_params_diff_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_params_diff_LDADD = $(TEST_LDADD) -lm
 TESTS += tests/test_parallel.sh
 EXTRA_DIST += tests/test_parallel.sh
+# ZeRO stage 1 and 2 (comm.zero_stage): equal to DDP, memory per rank,
+# checkpoints and resume across world sizes, refusals (tests/test_zero.sh).
+TESTS += tests/test_zero.sh
+EXTRA_DIST += tests/test_zero.sh
 # The collectives' flight recorder and its report (comm_recorder.c).
 check_PROGRAMS += tests/test_comm_recorder
 tests_test_comm_recorder_SOURCES = tests/test_comm_recorder.c

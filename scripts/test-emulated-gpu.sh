@@ -12,7 +12,7 @@
 #   4. bert-tiny trained in fp32, fp16 and bf16 on the emulated GPU: the 16-bit
 #      runs must end within LOSS_TOL (0.02) of fp32's final training loss;
 #   5. every tests/cuda-emu/run_*.sh (the multi-rank cases, fp16 loss scaling
-#      on injected overflows);
+#      on injected overflows, ZeRO stage 1 and 2: run_zero_emu.sh);
 #   6. under ThreadSanitizer (stream ordering) and AddressSanitizer: the
 #      emulation's tests, a share of the op suites, and 2 steps of
 #      `tfcore train` with comm nccl x2 (and, under ASan, one worker).

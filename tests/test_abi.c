@@ -210,8 +210,10 @@ SLOT_AT(tf_comm_vtable, reduce, 7);
 SLOT_AT(tf_comm_vtable, broadcast, 8);
 SLOT_AT(tf_comm_vtable, barrier, 9);
 SLOT_AT(tf_comm_vtable, abort, 10);
-SLOT_AT(tf_comm_vtable, send, 11); /* 1.4 */
-SLOT_AT(tf_comm_vtable, recv, 12); /* 1.4 */
+SLOT_AT(tf_comm_vtable, reduce_scatter, 11); /* 1.4 */
+SLOT_AT(tf_comm_vtable, all_gather, 12);     /* 1.4 */
+SLOT_AT(tf_comm_vtable, send, 13);           /* 1.4 */
+SLOT_AT(tf_comm_vtable, recv, 14);           /* 1.4 */
 
 SLOT_AT(tf_precision_vtable, check_config, 0);
 SLOT_AT(tf_precision_vtable, create, 1);

@@ -10,7 +10,8 @@
  *                     "device" (host_memory() false: auto path, which is staged
  *                     unless the library is CUDA-aware) and "staged"
  *                     (device_buffers = "staged", small chunks, no progress
- *                     thread); exact values; DIR is a folder every rank sees
+ *                     thread); exact values (reduce_scatter and all_gather
+ *                     included); DIR is a folder every rank sees
  *                     (the barrier check leaves files there).
  *   errors            init errors: world size and rank mismatch, "cuda-aware"
  *                     on a library that is not; MPI started twice.
@@ -326,6 +327,72 @@ static void reduce_checks(scenario *s)
         }
 }
 
+/* ZeRO's reduce_scatter and all_gather (ABI 1.4), in place on buf[block * size]:
+ * the own block gets the sum (average) over ranks of that block; each rank's
+ * block lands in every rank's buffer. Blocks of 0, 1, 7 and 250001 elements
+ * (above the staged scenario's 100000-element chunks: several MPI calls). */
+static void sharded_checks(scenario *s)
+{
+    const tf_backend_vtable *vt = s->bvt;
+    const size_t blocks[] = {0, 1, 7, 250001};
+    for (int dtk = 0; dtk < 2; dtk++)
+        for (int op = 0; op < 2; op++)
+            for (size_t k = 0; k < sizeof blocks / sizeof blocks[0]; k++) {
+                tf_dtype dt = dtk ? TF_DTYPE_F64 : TF_DTYPE_F32;
+                size_t b = blocks[k], n = b * (size_t)size_, es = tf_dtype_size(dt), bytes = n * es;
+                void *h = malloc(bytes ? bytes : 1), *d = dev_alloc(vt, bytes);
+                fill(h, dt, n, rank_);
+                to_dev(vt, d, h, bytes);
+                tf_error err = {0};
+                tf_comm_request *req = NULL;
+                tf_status st = cvt->reduce_scatter(s->c, d, b, dt, (tf_reduce_op)op, &req, &err);
+                if (!st) st = cvt->wait(s->c, req, &err);
+                check(st == TF_OK, "%s: reduce_scatter %s of %zu a rank: %s", s->name, tf_dtype_name(dt), b, err.msg);
+                from_dev(vt, h, d, bytes);
+                size_t wrong = b;
+                for (size_t i = 0; i < b && wrong == b; i++) {
+                    size_t g = (size_t)rank_ * b + i;
+                    double sum = sum_over_ranks(g);
+                    double got = dt == TF_DTYPE_F32 ? ((float *)h)[g] : ((double *)h)[g];
+                    double want = dt == TF_DTYPE_F32 ? (double)(op ? (float)sum / (float)size_ : (float)sum)
+                                                     : (op ? sum / (double)size_ : sum);
+                    if (got != want) wrong = i;
+                }
+                check(wrong == b, "%s: reduce_scatter %s %s of %zu a rank: own element %zu is wrong", s->name,
+                      tf_dtype_name(dt), op ? "avg" : "sum", b, wrong);
+                /* all_gather: only the own block holds this rank's values, the rest is junk */
+                memset(h, 0x7f, bytes);
+                for (size_t i = 0; i < b; i++) {
+                    size_t g = (size_t)rank_ * b + i;
+                    if (dt == TF_DTYPE_F32) ((float *)h)[g] = (float)value(rank_, g);
+                    else ((double *)h)[g] = value(rank_, g);
+                }
+                to_dev(vt, d, h, bytes);
+                st = cvt->all_gather(s->c, d, b, dt, &req, &err);
+                if (!st) st = cvt->wait(s->c, req, &err);
+                check(st == TF_OK, "%s: all_gather %s of %zu a rank: %s", s->name, tf_dtype_name(dt), b, err.msg);
+                memset(h, 0, bytes);
+                from_dev(vt, h, d, bytes);
+                wrong = n;
+                for (size_t g = 0; g < n && wrong == n; g++) {
+                    double got = dt == TF_DTYPE_F32 ? ((float *)h)[g] : ((double *)h)[g];
+                    double want = dt == TF_DTYPE_F32 ? (double)(float)value((int)(g / b), g) : value((int)(g / b), g);
+                    if (got != want) wrong = g;
+                }
+                check(wrong == n, "%s: all_gather %s of %zu a rank: element %zu is wrong", s->name,
+                      tf_dtype_name(dt), b, wrong);
+                vt->free(be, d, TF_MEM_DEVICE);
+                free(h);
+            }
+    /* a dtype MPI cannot reduce is one line, nothing started */
+    int32_t x[8] = {0};
+    tf_error err = {0};
+    tf_comm_request *req = NULL;
+    tf_status st = cvt->reduce_scatter(s->c, x, 1, TF_DTYPE_I32, TF_REDUCE_SUM, &req, &err);
+    check(st != TF_OK && strstr(err.msg, "reduce_scatter: dtype I32 is not supported (F32 and F64 are)"),
+          "%s: reduce_scatter of I32: %s", s->name, err.msg);
+}
+
 static void broadcast_checks(scenario *s)
 {
     const tf_backend_vtable *vt = s->bvt;
@@ -497,6 +564,7 @@ static void mode_collectives(const char *dir)
     for (size_t i = 0; i < n; i++) {
         allreduce_checks(&sc[i], i == 2);
         reduce_checks(&sc[i]);
+        sharded_checks(&sc[i]);
         broadcast_checks(&sc[i]);
         barrier_checks(&sc[i], dir);
         argument_error_checks(&sc[i]);

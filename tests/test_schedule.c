@@ -106,6 +106,41 @@ START_TEST(test_sampler_one_worker_equals_global_order)
 }
 END_TEST
 
+START_TEST(test_sampler_micro_batches)
+{
+    /* the step arithmetic: 10 rows, 2 per device. DDP over 3 ranks: shards of
+     * 4, 2 micro-batches of 2 rows; DataParallel over 3 replicas: one stream,
+     * micro-batches of 6 rows scattered as 2/2/2, then 4 rows as 2/2/0. */
+    tf_error err = {0};
+    tf_sampler d, g;
+    ck_assert_int_eq(tf_sampler_init(&d, 10, 1, 3, 7, 1, &err), TF_OK);
+    tf_sampler_set_batch(&d, 2, 1, 0);
+    ck_assert_int_eq(tf_sampler_batches_per_epoch(&d), 2);
+    tf_micro_batch mb = tf_sampler_micro_batch(&d, 1);
+    ck_assert_uint_eq(mb.first, 2);
+    ck_assert_uint_eq(mb.n, 2);
+    ck_assert_uint_eq(mb.replicas, 1);
+    ck_assert_int_eq(tf_sampler_init(&g, 10, 0, 1, 7, 1, &err), TF_OK);
+    size_t want[2][3][2] = {{{0, 2}, {2, 2}, {4, 2}}, {{6, 2}, {8, 2}, {10, 0}}};
+    for (int r = 0; r < 3; r++) {
+        tf_sampler_set_batch(&g, 2, 3, r);
+        ck_assert_int_eq(tf_sampler_batches_per_epoch(&g), 2);
+        for (int b = 0; b < 2; b++) {
+            mb = tf_sampler_micro_batch(&g, b);
+            ck_assert_uint_eq(mb.first, want[b][r][0]);
+            ck_assert_uint_eq(mb.n, want[b][r][1]);
+            ck_assert_uint_eq(mb.replicas, b == 0 ? 3 : 2);
+        }
+    }
+    /* the plan counts the same batches per epoch */
+    ck_assert_int_eq(tf_batches_per_epoch(10, 2, 3), 2);
+    ck_assert_int_eq(tf_batches_per_epoch(12, 2, 3), 2);
+    ck_assert_int_eq(tf_batches_per_epoch(13, 2, 3), 3);
+    tf_sampler_free(&d);
+    tf_sampler_free(&g);
+}
+END_TEST
+
 START_TEST(test_sampler_errors_and_no_shuffle)
 {
     tf_error err = {0};
@@ -154,6 +189,7 @@ int main(void)
     tcase_add_test(tc, test_cosine_and_constant);
     tcase_add_test(tc, test_sampler_shards_cover_everything);
     tcase_add_test(tc, test_sampler_one_worker_equals_global_order);
+    tcase_add_test(tc, test_sampler_micro_batches);
     tcase_add_test(tc, test_sampler_errors_and_no_shuffle);
     tcase_add_test(tc, test_rng);
     suite_add_tcase(s, tc);

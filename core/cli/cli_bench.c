@@ -141,6 +141,7 @@ int tf_cli_bench(int argc, char **argv)
     if (!st && eval && rows == 0)
         st = tf_error_set(&err, TF_ERR_CONFIG, "bench --eval: the dataset has no eval rows");
     if (!st && !eval) st = tf_sampler_init(&s, rows, 0, 1, (uint64_t)t.args->seed, 1, &err);
+    if (!st && !eval) tf_sampler_set_batch(&s, (size_t)t.args->per_device_train_batch_size, 1, 0);
     if (!st && !eval && t.args->group_by_length) { /* the training run's order, world 1 */
         int32_t *lengths;
         st = tf_sampler_row_lengths(t.dvt, t.ds, TF_SPLIT_TRAIN, rows, &lengths, &err);

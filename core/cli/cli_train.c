@@ -9,6 +9,7 @@
 #include "launch.h"
 #include "plan.h"
 #include "stack.h"
+#include "trainer_strategy.h"
 
 static void usage(FILE *out)
 {
@@ -71,7 +72,7 @@ int tf_cli_train(int argc, char **argv)
         }
         printf("# tfcore --dry-run: %s resolved; every plugin and key checked\n", config);
         tf_plan_print_plugins(&plan, stdout);
-        if (tf_pipeline_print_plan(&plan, stdout, &err)) {
+        if (tf_pipeline_print_plan(&plan, stdout, &err) || tf_zero_print_shards(&plan, stdout, &err)) {
             rc = tf_cli_fail(&err);
             tf_plan_free(&plan);
             goto out;

@@ -35,6 +35,8 @@ const char *tf_comm_kind_name(int kind)
     case TF_COMM_REDUCE: return "reduce";
     case TF_COMM_BROADCAST: return "broadcast";
     case TF_COMM_BARRIER: return "barrier";
+    case TF_COMM_REDUCE_SCATTER: return "reduce-scatter";
+    case TF_COMM_ALL_GATHER: return "all-gather";
     case TF_COMM_SEND: return "send";
     case TF_COMM_RECV: return "recv";
     }

@@ -32,8 +32,10 @@ typedef enum tf_comm_kind {
     TF_COMM_REDUCE = 2,
     TF_COMM_BROADCAST = 3,
     TF_COMM_BARRIER = 4,
-    TF_COMM_SEND = 5, /* point-to-point (ABI 1.4): a pipeline stage's activations or gradients */
-    TF_COMM_RECV = 6
+    TF_COMM_REDUCE_SCATTER = 5, /* ZeRO (trainer_strategy.h) */
+    TF_COMM_ALL_GATHER = 6,
+    TF_COMM_SEND = 7, /* point-to-point (ABI 1.4): a pipeline stage's activations or gradients */
+    TF_COMM_RECV = 8
 } tf_comm_kind;
 
 /* Where a rank is between collectives. */

@@ -52,6 +52,39 @@ static tf_status pick_plugin(tf_plan *plan, uint32_t kind, const char *fallback,
 
 /* Training keys that need a slot added after ABI 1.0: refused here (so by
  * --dry-run too) when the chosen backend or model lacks it, never ignored. */
+/* comm.zero_stage > 0: a DDP-style comm plugin with the sharded collectives
+ * (ABI 1.4), and AdamW (its moments shard by element; Adafactor's factored
+ * state lives per matrix row and column, which a flat shard would cut). */
+static tf_status check_zero(const tf_plan *plan, tf_error *err)
+{
+    const tf_loaded_plugin *cp = plan->plugin[TF_KIND_COMM];
+    if (!cp || plan->comm.zero_stage == 0) return TF_OK;
+    tf_section *cs = tf_config_section(plan->cfg, "comm");
+    const tf_comm_vtable *cvt = cp->desc->vtable;
+    if (plan->pipeline.stages > 1)
+        return tf_error_set(err, TF_ERR_CONFIG,
+                            "%s: comm.zero_stage = %d with a pipeline (pipeline.stages = %d) is not supported: the "
+                            "stages' step reduces each stage's gradients itself; use zero_stage = 0",
+                            tf_cfg_where(cs, "zero_stage"), plan->comm.zero_stage, plan->pipeline.stages);
+    if (cvt->optimizer_on_root_only())
+        return tf_error_set(err, TF_ERR_CONFIG,
+                            "%s: comm.zero_stage = %d needs a DDP-style comm plugin (mpi, nccl); '%s' runs the "
+                            "optimizer on rank 0 only (DataParallel), so there is no optimizer state to shard",
+                            tf_cfg_where(cs, "zero_stage"), plan->comm.zero_stage, cp->desc->name);
+    if (!TF_HAS(cvt, reduce_scatter) || !TF_HAS(cvt, all_gather) || !cvt->reduce_scatter || !cvt->all_gather)
+        return tf_error_set(err, TF_ERR_CONFIG,
+                            "%s: comm.zero_stage = %d needs a comm plugin with reduce_scatter and all_gather "
+                            "(plugin ABI 1.4); '%s' (ABI %u.%u) does not have them",
+                            tf_cfg_where(cs, "zero_stage"), plan->comm.zero_stage, cp->desc->name,
+                            cp->desc->abi_major, cp->desc->abi_minor);
+    if (plan->training.optim == TF_OPTIM_ADAFACTOR)
+        return tf_error_set(err, TF_ERR_CONFIG,
+                            "%s: comm.zero_stage = %d shards AdamW's moments; training.optim = \"adafactor\" keeps "
+                            "factored per-matrix state that a flat shard would cut: use zero_stage = 0 with it",
+                            tf_cfg_where(cs, "zero_stage"), plan->comm.zero_stage);
+    return TF_OK;
+}
+
 static tf_status check_abi_needs(const tf_plan *plan, tf_error *err)
 {
     const tf_loaded_plugin *bp = plan->plugin[TF_KIND_BACKEND], *mp = plan->plugin[TF_KIND_MODEL];
@@ -86,6 +119,8 @@ static tf_status check_abi_needs(const tf_plan *plan, tf_error *err)
                             "%s: training.optim = \"adafactor\" needs a backend with adafactor (plugin ABI 1.3); "
                             "backend '%s' (ABI %u.%u) does not have it",
                             tf_cfg_where(ts, "optim"), bp->desc->name, bp->desc->abi_major, bp->desc->abi_minor);
+    tf_status zst = check_zero(plan, err);
+    if (zst) return zst;
     /* predict resolves a plan without a data section (tf_plan_resolve_for) */
     const tf_loaded_plugin *dp = plan->plugin[TF_KIND_DATASET];
     if (a->group_by_length && dp && !TF_HAS((const tf_dataset_vtable *)dp->desc->vtable, row_length))
@@ -158,7 +193,8 @@ fail:
 
 tf_status tf_comm_settings_read(tf_section *cs, tf_comm_settings *out, tf_error *err)
 {
-    *out = (tf_comm_settings){1, 25.0, "", 60.0, TF_COMM_TIMEOUT_DEFAULT};
+    *out = (tf_comm_settings){.world_size = 1, .bucket_mb = 25.0, .mpirun_args = "",
+                              .mpirun_start_timeout = 60.0, .timeout_s = TF_COMM_TIMEOUT_DEFAULT};
     if (!cs) return TF_OK;
     long long ws;
     tf_status st;
@@ -168,6 +204,9 @@ tf_status tf_comm_settings_read(tf_section *cs, tf_comm_settings *out, tf_error 
     if ((st = tf_cfg_string(cs, "mpirun_args", "", &out->mpirun_args, err))) return st;
     if ((st = tf_cfg_float(cs, "mpirun_start_timeout", 60.0, 1.0, 86400.0, &out->mpirun_start_timeout, err)))
         return st;
+    long long zs;
+    if ((st = tf_cfg_int(cs, "zero_stage", 0, 0, 2, &zs, err))) return st;
+    out->zero_stage = (int)zs;
     /* one key for every comm plugin, passed to it in tf_comm_init_args.timeout_s */
     return tf_cfg_float(cs, "timeout_s", TF_COMM_TIMEOUT_DEFAULT, TF_COMM_TIMEOUT_MIN, TF_COMM_TIMEOUT_MAX,
                         &out->timeout_s, err);

@@ -20,6 +20,8 @@ extern const char *const tf_kind_section[TF_KIND_MAX + 1];
 typedef struct tf_comm_settings {
     int world_size;          /* comm.world_size: workers in the job (1 without a comm section) */
     double bucket_mb;        /* comm.bucket_mb: gradient bucket size for overlapped all-reduce */
+    int zero_stage;          /* comm.zero_stage: 0 (DDP), 1 (optimizer state sharded), 2 (and
+                                gradients reduce-scattered); trainer_strategy.h */
     const char *mpirun_args; /* comm.mpirun_args: extra arguments when tfcore re-executes
                                 itself under mpirun ("" for none) */
     double mpirun_start_timeout; /* comm.mpirun_start_timeout: seconds mpirun gets to start

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "sampler.h"
+#include "training_args.h"
 #include "tfcore/plugin.h"
 #include "tfcore/rng.h"
 
@@ -23,6 +24,9 @@ tf_status tf_sampler_init(tf_sampler *s, size_t rows, int rank, int world, uint6
     s->lengths = NULL;
     s->group_batch = 0;
     s->group_scratch = NULL;
+    s->batch_rows = 1;
+    s->scatter_world = 1;
+    s->scatter_rank = 0;
     s->perm = malloc(s->padded * sizeof *s->perm);
     if (!s->perm) return tf_error_set(err, TF_ERR_RUNTIME, "sampler: out of memory for %zu rows", rows);
     return TF_OK;
@@ -120,6 +124,36 @@ tf_status tf_sampler_group_by_length(tf_sampler *s, const int32_t *lengths, size
 }
 
 size_t tf_sampler_rank_rows(const tf_sampler *s) { return s->padded / (size_t)s->world; }
+
+void tf_sampler_set_batch(tf_sampler *s, size_t per_device, int scatter_world, int scatter_rank)
+{
+    s->scatter_world = scatter_world < 1 ? 1 : scatter_world;
+    s->scatter_rank = scatter_rank;
+    s->batch_rows = per_device * (size_t)s->scatter_world;
+}
+
+int64_t tf_sampler_batches_per_epoch(const tf_sampler *s)
+{
+    /* the sampler's world times the replicas one stream is scattered over */
+    size_t per_device = s->batch_rows / (size_t)s->scatter_world;
+    return (int64_t)tf_batches_per_epoch((long long)s->rows, (long long)per_device,
+                                         (long long)s->world * s->scatter_world);
+}
+
+tf_micro_batch tf_sampler_micro_batch(const tf_sampler *s, int64_t b)
+{
+    size_t M = s->batch_rows, shard = tf_sampler_rank_rows(s), first = (size_t)b * M;
+    size_t m = first >= shard ? 0 : shard - first < M ? shard - first : M;
+    tf_micro_batch mb = {first, m, 1};
+    if (s->scatter_world > 1) {
+        size_t W = (size_t)s->scatter_world, r = (size_t)s->scatter_rank;
+        size_t chunk = (m + W - 1) / W;
+        mb.replicas = chunk ? (m + chunk - 1) / chunk : 0;
+        mb.first = first + r * chunk;
+        mb.n = r < mb.replicas ? (m - r * chunk < chunk ? m - r * chunk : chunk) : 0;
+    }
+    return mb;
+}
 
 void tf_sampler_set_epoch(tf_sampler *s, int64_t epoch)
 {

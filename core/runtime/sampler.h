@@ -33,6 +33,10 @@ typedef struct tf_sampler {
     int32_t *lengths;   /* [rows] real tokens per row, or NULL: not grouped */
     size_t group_batch; /* global batch of the grouping (rows per optimizer step) */
     void *group_scratch; /* [megabatch] sort keys */
+    /* the epoch's micro-batches (tf_sampler_set_batch) */
+    size_t batch_rows;  /* rows of one micro-batch of the sampled stream */
+    int scatter_world;  /* > 1: each micro-batch is split over this many replicas */
+    int scatter_rank;   /* this replica's chunk of it */
 } tf_sampler;
 
 tf_status tf_sampler_init(tf_sampler *s, size_t rows, int rank, int world, uint64_t seed,
@@ -59,6 +63,27 @@ tf_status tf_sampler_row_lengths(const tf_dataset_vtable *dvt, tf_dataset *ds, t
 
 /* Rows of this rank per epoch: padded / world. */
 size_t tf_sampler_rank_rows(const tf_sampler *s);
+
+/* How the epoch is cut into micro-batches — the step arithmetic, in one
+ * place. per_device = training.per_device_train_batch_size. scatter_world
+ * 1: each rank samples its own shard, per_device rows a micro-batch (DDP).
+ * scatter_world W > 1 (a sampler of world 1): one global stream whose
+ * micro-batches of per_device*W rows are split into W chunks of ceil(m/W)
+ * rows, replica scatter_rank taking chunk scatter_rank (torch DataParallel's
+ * scatter: the last replicas may get fewer rows, or none). */
+void tf_sampler_set_batch(tf_sampler *s, size_t per_device, int scatter_world, int scatter_rank);
+
+/* Micro-batches per epoch (the same count on every rank: tf_batches_per_epoch). */
+int64_t tf_sampler_batches_per_epoch(const tf_sampler *s);
+
+/* This rank's rows of micro-batch b of the epoch: positions [first, first+n)
+ * of its shard (n may be 0 for a scattered replica), and the replicas the
+ * micro-batch's rows went to (1 unless scattered). */
+typedef struct tf_micro_batch {
+    size_t first, n;
+    size_t replicas;
+} tf_micro_batch;
+tf_micro_batch tf_sampler_micro_batch(const tf_sampler *s, int64_t b);
 
 /* Make `epoch`'s order (cheap if already made). */
 void tf_sampler_set_epoch(tf_sampler *s, int64_t epoch);

@@ -8,6 +8,7 @@
 #include "trainer_pipeline.h"
 #include "trainer_preflight.h"
 #include "sampler.h"
+#include "trainer_strategy.h"
 #include "stop_signal.h"
 #include "trainer.h"
 #include "trainer_internal.h"
@@ -49,6 +50,14 @@ static tf_status make_segments(tf_trainer *t, tf_error *err)
             t->segs[t->nsegs++] = (tf_adamw_segment){q->offset, q->numel, d};
     }
     free(order);
+    /* the segments of this rank's optimizer range, relative to its start */
+    size_t lo = t->opt_lo, hi = t->opt_lo + t->opt_n, k = 0;
+    for (size_t i = 0; i < t->nsegs; i++) {
+        size_t a = t->segs[i].offset > lo ? t->segs[i].offset : lo;
+        size_t b = t->segs[i].offset + t->segs[i].count < hi ? t->segs[i].offset + t->segs[i].count : hi;
+        if (a < b) t->segs[k++] = (tf_adamw_segment){a - lo, b - a, t->segs[i].weight_decay};
+    }
+    t->nsegs = k;
     return TF_OK;
 }
 
@@ -196,7 +205,9 @@ tf_status tf_trainer_setup(tf_trainer *t, const tf_plan *plan, const tf_worker *
     if ((st = alloc_batches(t, err))) return st;
 
     t->mvt->buffers(t->model, &t->buf);
-    size_t mb = t->buf.n * sizeof(float);
+    tf_strategy_pick(t);
+    /* the moments cover what this rank steps: a ZeRO shard, else every parameter */
+    size_t mb = (t->strategy->sharded ? t->opt_n : t->buf.n) * sizeof(float);
     if (a->optim == TF_OPTIM_ADAFACTOR) {
         if ((st = tf_trainer_adafactor_setup(t, err))) return st;
     } else {
@@ -243,33 +254,6 @@ void tf_trainer_teardown(tf_trainer *t)
 
 /* --- one optimizer step ------------------------------------------------------ */
 
-/* Gradient norm of the (unscaled, reduced) gradients; clip to max_norm as
- * torch.nn.utils.clip_grad_norm_ (coef = max_norm / (norm + 1e-6), at most 1). */
-static tf_status clip_gradients(tf_trainer *t, double *norm_out, tf_error *err)
-{
-    tf_status st = t->bvt->sum_squares(t->be, NULL, t->buf.grads, t->buf.n, t->dev_scalars, err);
-    float sq = 0;
-    if (!st) st = t->bvt->memcpy(t->be, &sq, t->dev_scalars, sizeof sq, TF_COPY_DEVICE_TO_HOST, NULL);
-    if (!st) st = t->bvt->stream_sync(t->be, NULL, err);
-    if (st) return st;
-    if (t->pipe) { /* each stage holds its own parameters' gradients: the norm is over all stages */
-        double all = sq;
-        if ((st = tf_pipeline_sum(t, &all, 1, err))) return st;
-        sq = (float)all;
-    }
-    double norm = sqrt((double)sq);
-    *norm_out = norm;
-    double max_norm = t->args->max_grad_norm;
-    if (max_norm > 0 && isfinite(norm)) {
-        double coef = max_norm / (norm + 1e-6);
-        if (coef < 1.0) return t->bvt->scale(t->be, NULL, t->buf.grads, t->buf.n, (float)coef, TF_DTYPE_F32, err);
-    }
-    return TF_OK;
-}
-
-/* Forward + backward on rows idx[n] of the training split; *loss gets the
- * batch's mean loss. backward_scale multiplies the loss gradient; ready (may
- * be NULL) is the model's grads-ready callback for this backward. */
 /* A micro-batch's loss as the step counts it. With loss scaling (fp16) an
  * overflow is the scaler's business: its gradients come out non-finite and
  * the step is skipped, as GradScaler does. Without, a non-finite loss means
@@ -290,8 +274,11 @@ typedef struct micro_rows {
     uint64_t epoch, first, stride;
 } micro_rows;
 
+/* Forward + backward on rows idx[n] of the training split; *loss gets the
+ * batch's mean loss. backward_scale multiplies the loss gradient; last: the
+ * step's last micro-batch (the strategy may hook its backward). */
 static tf_status micro_batch(tf_trainer *t, const size_t *idx, size_t n, const micro_rows *rows, double *loss,
-                             float backward_scale, tf_grads_ready_fn ready, tf_error *err)
+                             float backward_scale, bool last, tf_error *err)
 {
     double t0 = tf_now();
     tf_status st = tf_trainer_host_batch_free(t, err);
@@ -312,11 +299,12 @@ static tf_status micro_batch(tf_trainer *t, const size_t *idx, size_t n, const m
     double t2 = tf_now();
     t->phase[TF_PHASE_FORWARD] += t2 - t1;
     if (!t->defer_loss && (st = take_loss(t, out.loss, loss, err))) return st;
-    if (ready) tf_grad_buckets_begin(&t->buckets);
+    void *user;
+    tf_grads_ready_fn ready = t->strategy->backward_hook(t, last, &user);
     tf_comm_rec_phase(t->rec, TF_WHERE_BACKWARD);
     tf_comm_test_stall(t->rank, t->global_step + 1);
     tf_stop_test_phase(t->rank, t->global_step + 1, "backward");
-    if ((st = t->mvt->backward(t->model, backward_scale, ready, ready ? &t->buckets : NULL, err))) return st;
+    if ((st = t->mvt->backward(t->model, backward_scale, ready, user, err))) return st;
     if (t->defer_loss) { /* backward is queued: waiting for forward's loss leaves the device busy */
         float got;
         if ((st = t->mvt->read_loss(t->model, &got, err)) || (st = take_loss(t, got, loss, err))) return st;
@@ -325,27 +313,42 @@ static tf_status micro_batch(tf_trainer *t, const size_t *idx, size_t n, const m
     return TF_OK;
 }
 
+/* Gradient norm of the (unscaled, reduced) gradients, the strategy making
+ * this rank's range the whole's; clip to max_norm as
+ * torch.nn.utils.clip_grad_norm_ (coef = max_norm / (norm + 1e-6), at most 1). */
+static tf_status clip_gradients(tf_trainer *t, float *grads, double *norm_out, tf_error *err)
+{
+    tf_status st = t->bvt->sum_squares(t->be, NULL, grads, t->opt_n, t->dev_scalars, err);
+    float sq = 0;
+    if (!st) st = t->bvt->memcpy(t->be, &sq, t->dev_scalars, sizeof sq, TF_COPY_DEVICE_TO_HOST, NULL);
+    if (!st) st = t->bvt->stream_sync(t->be, NULL, err);
+    double sqd = sq;
+    if (!st) st = t->strategy->grad_norm_sq(t, &sqd, err);
+    if (st) return st;
+    double norm = sqrt(sqd);
+    *norm_out = norm;
+    double max_norm = t->args->max_grad_norm;
+    if (max_norm > 0 && isfinite(norm)) {
+        double coef = max_norm / (norm + 1e-6);
+        if (coef < 1.0) return t->bvt->scale(t->be, NULL, grads, t->opt_n, (float)coef, TF_DTYPE_F32, err);
+    }
+    return TF_OK;
+}
+
+/* Unscale, agree on overflow, clip and update this rank's range
+ * [opt_lo, opt_lo + opt_n) of the parameters (trainer_strategy.h). */
 tf_status tf_trainer_optimizer_step(tf_trainer *t, const tf_lr_schedule *lrs, double *lr_used, double *norm,
                                     bool *skipped, tf_error *err)
 {
     double t0 = tf_now();
     bool found_inf = false;
     tf_status st;
-    /* DataParallel: only rank 0 holds the summed gradients and steps */
-    bool steps_here = !t->root_only || t->rank == 0;
+    bool steps_here = t->opt_n > 0; /* DataParallel: only rank 0 holds the summed gradients */
+    float *params = t->buf.params + t->opt_lo, *grads = t->buf.grads + t->opt_lo;
     if (steps_here &&
-        (st = t->pvt->unscale_and_check(t->prec, t->bvt, t->be, t->buf.grads, t->buf.n, t->dev_flag, &found_inf, err)))
+        (st = t->pvt->unscale_and_check(t->prec, t->bvt, t->be, grads, t->opt_n, t->dev_flag, &found_inf, err)))
         return st;
-    if (t->root_only) { /* every replica's loss scaler moves as rank 0's */
-        int32_t f = found_inf;
-        if ((st = tf_trainer_broadcast_host(t, &f, 1, TF_DTYPE_I32, 0, err))) return st;
-        found_inf = f != 0;
-    }
-    if (t->pipe) { /* an overflow in any stage skips the step in all */
-        double f = found_inf;
-        if ((st = tf_pipeline_sum(t, &f, 1, err))) return st;
-        found_inf = f > 0;
-    }
+    if ((st = t->strategy->agree_overflow(t, &found_inf, err))) return st;
     float scale_before = t->pvt->loss_scale(t->prec);
     *skipped = t->pvt->update(t->prec, found_inf);
     *norm = NAN;
@@ -354,18 +357,18 @@ tf_status tf_trainer_optimizer_step(tf_trainer *t, const tf_lr_schedule *lrs, do
     *lr_used = tf_lr_at(lrs, t->global_step - t->skipped_steps);
     if (!*skipped) {
         if (steps_here) {
-            if ((st = clip_gradients(t, norm, err))) return st;
+            if ((st = clip_gradients(t, grads, norm, err))) return st;
             tf_adamw_hyper h = {(float)*lr_used, (float)t->args->adam_beta1, (float)t->args->adam_beta2,
                                 (float)t->args->adam_epsilon, t->global_step + 1 - t->skipped_steps, 1.0f};
             if (t->args->optim == TF_OPTIM_ADAFACTOR) { /* plan checked the adafactor slot */
                 st = tf_trainer_adafactor_step(t, *lr_used, h.step, err);
             } else if (t->args->optim == TF_OPTIM_ADAMW_HF) { /* transformers' AdamW (plan checked adamw_ex) */
                 tf_adamw_desc d = {sizeof d, h, TF_ADAMW_HF};
-                st = t->bvt->adamw_ex(t->be, NULL, t->buf.params, t->buf.grads, t->exp_avg, t->exp_avg_sq,
-                                      t->segs, t->nsegs, &d, err);
+                st = t->bvt->adamw_ex(t->be, NULL, params, grads, t->exp_avg, t->exp_avg_sq, t->segs, t->nsegs,
+                                      &d, err);
             } else {
-                st = t->bvt->adamw(t->be, NULL, t->buf.params, t->buf.grads, t->exp_avg, t->exp_avg_sq, t->segs,
-                                   t->nsegs, &h, err);
+                st = t->bvt->adamw(t->be, NULL, params, grads, t->exp_avg, t->exp_avg_sq, t->segs, t->nsegs, &h,
+                                   err);
             }
             if (st) return st;
         }
@@ -377,7 +380,7 @@ tf_status tf_trainer_optimizer_step(tf_trainer *t, const tf_lr_schedule *lrs, do
     }
     st = t->mvt->zero_grad(t->model, err);
     t->phase[TF_PHASE_OPTIMIZER] += tf_now() - t0;
-    if (!st && t->root_only && !*skipped) st = tf_trainer_broadcast_params(t, err);
+    if (!st) st = t->strategy->after_optimizer(t, *skipped, err);
     return st;
 }
 
@@ -388,58 +391,37 @@ tf_status tf_trainer_step(tf_trainer *t, tf_sampler *s, const tf_lr_schedule *lr
 {
     if (t->pipe) return tf_pipeline_step(t, s, lrs, step_in_epoch, step_loss, lr, norm, skipped, err);
     const tf_training_args *a = t->args;
-    size_t B = (size_t)a->per_device_train_batch_size, W = (size_t)t->world;
-    /* DDP: this rank's shard, B rows a micro-batch. DataParallel: one global
-     * micro-batch of B*W rows that the master splits into W chunks of
-     * ceil(m/W) rows (torch's scatter: the last replicas may get fewer, or none). */
-    size_t M = t->root_only ? B * W : B;
-    size_t shard_rows = tf_sampler_rank_rows(s);
     int64_t accum = a->gradient_accumulation_steps;
-    int64_t batches_per_epoch = (int64_t)((shard_rows + M - 1) / M);
+    int64_t batches_per_epoch = tf_sampler_batches_per_epoch(s);
     double loss_sum = 0; /* this rank's share of the step's loss, summed over ranks below */
     size_t idx[4096];
-    if (M > sizeof idx / sizeof idx[0]) return tf_error_set(err, TF_ERR_CONFIG, "batch of %zu rows is too large", M);
+    if (s->batch_rows > sizeof idx / sizeof idx[0])
+        return tf_error_set(err, TF_ERR_CONFIG, "batch of %zu rows is too large", s->batch_rows);
     tf_status st;
     for (int64_t k = 0; k < accum; k++) {
         int64_t b = step_in_epoch * accum + k;
         if (b >= batches_per_epoch) break; /* the epoch's last, short accumulation */
         bool last = k + 1 == accum || b + 1 == batches_per_epoch;
-        size_t first = (size_t)b * M, m = shard_rows - first < M ? shard_rows - first : M;
-        size_t my_first = first, my_n = m, used = W;
-        if (t->root_only) {
-            size_t chunk = (m + W - 1) / W;
-            used = (m + chunk - 1) / chunk;
-            my_first = first + (size_t)t->rank * chunk;
-            my_n = (size_t)t->rank < used ? (m - (size_t)t->rank * chunk < chunk ? m - (size_t)t->rank * chunk : chunk) : 0;
-        }
+        tf_micro_batch mb = tf_sampler_micro_batch(s, b);
         /* Trainer divides the loss by gradient_accumulation_steps; DataParallel
          * averages the replicas' losses (so their gradients' sum is scaled by
-         * 1/used), DDP averages the gradients in the all-reduce. */
-        float bscale = t->pvt->loss_scale(t->prec) / (float)accum / (t->root_only ? (float)used : 1.0f);
-        tf_grads_ready_fn ready = last && t->comm && !t->root_only ? tf_grad_buckets_ready : NULL;
-        if (my_n > 0) {
+         * 1/replicas), DDP averages the gradients in the all-reduce. */
+        float bscale = t->pvt->loss_scale(t->prec) / (float)accum / (float)mb.replicas;
+        if (mb.n > 0) {
             double loss = 0;
-            tf_sampler_rows(s, my_first, my_n, idx);
-            micro_rows rows = {(uint64_t)s->epoch, tf_sampler_position(s, my_first), (uint64_t)s->world};
+            tf_sampler_rows(s, mb.first, mb.n, idx);
+            micro_rows rows = {(uint64_t)s->epoch, tf_sampler_position(s, mb.first), (uint64_t)s->world};
             tf_comm_rec_where(t->rec, TF_WHERE_FORWARD, t->global_step + 1, (int)k + 1);
-            if ((st = micro_batch(t, idx, my_n, &rows, &loss, bscale, ready, err))) return st;
-            loss_sum += loss / (double)used;
+            if ((st = micro_batch(t, idx, mb.n, &rows, &loss, bscale, last, err))) return st;
+            loss_sum += loss / (double)(s->scatter_world > 1 ? mb.replicas : (size_t)t->world);
         }
         t->micro_step++;
     }
     tf_stop_test_step(t->rank, t->global_step + 1);
     tf_comm_rec_where(t->rec, TF_WHERE_COMM, t->global_step + 1, 0);
     tf_stop_test_phase(t->rank, t->global_step + 1, "allreduce");
+    if ((st = t->strategy->reduce_gradients(t, err))) return st;
     if (t->comm) {
-        if (t->root_only) {
-            if ((st = tf_trainer_reduce_to_root(t, err))) return st;
-        } else {
-            double span, exposed;
-            st = tf_grad_buckets_finish(&t->buckets, &span, &exposed, err);
-            t->phase[TF_PHASE_COMM] += span;
-            t->comm_exposed += exposed;
-            if (st) return st;
-        }
         /* the stop request rides on the loss's all-reduce, so every rank
          * stops after the same step at no extra collective: {loss, signal} */
         double sum[2] = {loss_sum, (double)tf_stop_requested()};
@@ -490,10 +472,11 @@ static tf_status run_loop(tf_trainer *t, tf_error *err)
     tf_status st;
     tf_sampler s;
     size_t rows = t->dvt->num_rows(t->ds, TF_SPLIT_TRAIN);
-    /* DataParallel samples one global stream and splits each batch (tf_trainer_step) */
-    if ((st = tf_sampler_init(&s, rows, t->root_only ? 0 : t->data_rank, t->root_only ? 1 : t->data_world,
-                              (uint64_t)a->seed, 1, err)))
+    /* DataParallel samples one global stream and scatters each micro-batch */
+    bool scatter = t->strategy->scatter;
+    if ((st = tf_sampler_init(&s, rows, scatter ? 0 : t->data_rank, scatter ? 1 : t->data_world, (uint64_t)a->seed, 1, err)))
         return st;
+    tf_sampler_set_batch(&s, (size_t)a->per_device_train_batch_size, scatter ? t->world : 1, scatter ? t->rank : 0);
     /* dropout masks index a sample by its position in the epoch in 32 bits (model set_rows) */
     if (s.padded > UINT32_MAX) {
         st = tf_error_set(err, TF_ERR_DATA, "the training split has %zu rows; at most %lu are supported", rows,

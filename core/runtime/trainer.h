@@ -86,10 +86,11 @@ typedef struct tf_trainer {
     /* --- talking to the other workers (all NULL/0 for a single worker) --- */
     const tf_comm_vtable *cvt;
     tf_comm *comm;
-    bool root_only;           /* DataParallel: rank 0 splits each batch, gets the gradient sum,
-                                 steps and broadcasts the parameters (else DDP: all-reduce, every
-                                 rank steps) */
-    tf_grad_buckets buckets;  /* DDP's overlapped bucketed all-reduce */
+    const struct tf_strategy *strategy; /* how the workers combine a step (trainer_strategy.h) */
+    size_t opt_lo, opt_n;     /* the range of the flat buffers this rank's optimizer updates:
+                                 [0, n) (none, ddp, dataparallel's rank 0), a shard (ZeRO),
+                                 or empty (dataparallel's other ranks) */
+    tf_grad_buckets buckets;  /* DDP's (and ZeRO-1's) overlapped bucketed all-reduce */
     void *comm_scratch;       /* [TF_COMM_SCRATCH_BYTES] backend memory for small collectives */
     double comm_exposed;      /* seconds spent blocked on communication (part of phase[COMM]) */
     tf_comm_rank_log *rec;    /* this rank's slot of the flight recorder (comm_recorder.h) */

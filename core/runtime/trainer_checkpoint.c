@@ -26,6 +26,7 @@
 #include "tfcore/safetensors.h"
 #include "stop_signal.h"
 #include "trainer_pipeline.h"
+#include "trainer_strategy.h"
 #include "trainer_internal.h"
 #include "trainer_state.h"
 
@@ -58,28 +59,44 @@ static tf_status write_adafactor(tf_trainer *t, const char *dir, tf_error *err)
     return st;
 }
 
-static tf_status write_optimizer(tf_trainer *t, const char *dir, tf_error *err)
+/* The AdamW moments whole on the host (rank 0; m, v: [n] each). Under ZeRO
+ * each rank holds its shard only: every rank takes part in gathering them
+ * through a temporary backend buffer of n elements, one moment at a time. */
+static tf_status gather_moments(tf_trainer *t, float *m, float *v, tf_error *err)
+{
+    size_t n = t->buf.n;
+    float *src[2] = {t->exp_avg, t->exp_avg_sq}, *dst[2] = {m, v};
+    if (!t->strategy->sharded) {
+        tf_status st = TF_OK;
+        for (int i = 0; !st && i < 2; i++) st = download(t, src[i], dst[i], n, err);
+        return st;
+    }
+    float *whole = NULL;
+    tf_status st = t->bvt->alloc(t->be, n * sizeof(float), TF_MEM_DEVICE, (void **)&whole, err);
+    for (int i = 0; !st && i < 2; i++) {
+        st = t->bvt->memcpy(t->be, whole + t->opt_lo, src[i], t->opt_n * sizeof(float), TF_COPY_DEVICE_TO_DEVICE,
+                            NULL);
+        if (st) st = tf_error_set(err, st, "copying the optimizer's shard to gather it failed");
+        if (!st) st = tf_zero_gather(t, whole, err);
+        if (!st && t->rank == 0) st = download(t, whole, dst[i], n, err);
+    }
+    if (whole) t->bvt->free(t->be, whole, TF_MEM_DEVICE);
+    return st;
+}
+
+/* Rank 0 writes m, v (whole, host) as the flat AdamW state. */
+static tf_status write_optimizer(tf_trainer *t, const char *dir, const float *m, const float *v, tf_error *err)
 {
     if (t->args->optim == TF_OPTIM_ADAFACTOR) return write_adafactor(t, dir, err);
-    size_t n = t->buf.n;
-    float *m = malloc(n * sizeof *m), *v = malloc(n * sizeof *v);
-    tf_status st = m && v ? TF_OK : tf_error_set(err, TF_ERR_RUNTIME, "out of memory saving the optimizer");
-    if (!st) st = download(t, t->exp_avg, m, n, err);
-    if (!st) st = download(t, t->exp_avg_sq, v, n, err);
-    if (!st) {
-        int64_t shape[1] = {(int64_t)n};
-        tf_st_tensor ts[2] = {
-            {.name = "exp_avg", .dtype = TF_DTYPE_F32, .ndim = 1, .shape = shape, .data = m},
-            {.name = "exp_avg_sq", .dtype = TF_DTYPE_F32, .ndim = 1, .shape = shape, .data = v},
-        };
-        tf_st_kv meta[1] = {{"format", "tfcore-adamw-flat-v1"}};
-        char path[8400];
-        snprintf(path, sizeof path, "%s/%s", dir, OPTIM_FILE);
-        st = tf_safetensors_write(path, ts, 2, meta, 1, err);
-    }
-    free(m);
-    free(v);
-    return st;
+    int64_t shape[1] = {(int64_t)t->buf.n};
+    tf_st_tensor ts[2] = {
+        {.name = "exp_avg", .dtype = TF_DTYPE_F32, .ndim = 1, .shape = shape, .data = m},
+        {.name = "exp_avg_sq", .dtype = TF_DTYPE_F32, .ndim = 1, .shape = shape, .data = v},
+    };
+    tf_st_kv meta[1] = {{"format", "tfcore-adamw-flat-v1"}};
+    char path[8400];
+    snprintf(path, sizeof path, "%s/%s", dir, OPTIM_FILE);
+    return tf_safetensors_write(path, ts, 2, meta, 1, err);
 }
 
 static tf_status write_state(tf_trainer *t, const char *dir, double epoch, tf_error *err)
@@ -228,6 +245,8 @@ static tf_status rotate(tf_trainer *t, tf_error *err)
     return st;
 }
 
+static tf_status save_rank0(tf_trainer *t, double epoch, const float *m, const float *v, tf_error *err);
+
 tf_status tf_trainer_save_checkpoint(tf_trainer *t, double epoch, tf_error *err)
 {
     /* a pipeline's stages each hold their own parameters: gathered onto every
@@ -236,8 +255,27 @@ tf_status tf_trainer_save_checkpoint(tf_trainer *t, double epoch, tf_error *err)
         tf_status st = tf_pipeline_gather(t, err);
         if (st) return st;
     }
-    if (t->rank != 0) return TF_OK;
+    if (t->rank != 0 && !t->strategy->sharded) return TF_OK;
     double t0 = tf_now();
+    float *m = NULL, *v = NULL;
+    tf_status st = TF_OK;
+    if (t->args->optim != TF_OPTIM_ADAFACTOR) {
+        /* rank 0's host copy; under ZeRO every rank helps gather it */
+        size_t hn = t->rank == 0 ? t->buf.n : 1;
+        m = malloc(hn * sizeof *m);
+        v = malloc(hn * sizeof *v);
+        st = m && v ? gather_moments(t, m, v, err) : tf_error_set(err, TF_ERR_RUNTIME, "out of memory saving the optimizer");
+    }
+    if (!st && t->rank == 0) st = save_rank0(t, epoch, m, v, err);
+    free(m);
+    free(v);
+    if (!st) t->phase[TF_PHASE_SAVE] += tf_now() - t0;
+    return st;
+}
+
+/* Rank 0 writes checkpoint-N with the optimizer's moments m, v (host). */
+static tf_status save_rank0(tf_trainer *t, double epoch, const float *m, const float *v, tf_error *err)
+{
     char dir[4096], tmp[4200];
     snprintf(dir, sizeof dir, "%s/checkpoint-%lld", t->output_dir, (long long)t->global_step);
     snprintf(tmp, sizeof tmp, "%s.tmp", dir);
@@ -245,7 +283,7 @@ tf_status tf_trainer_save_checkpoint(tf_trainer *t, double epoch, tf_error *err)
     if (!st) st = tf_mkdirs(tmp, err);
     if (!st) st = t->mvt->save(t->model, tmp, err);
     if (!st) tf_stop_test_in_save(); /* a test's second signal, mid-save */
-    if (!st) st = write_optimizer(t, tmp, err);
+    if (!st) st = write_optimizer(t, tmp, m, v, err);
     if (!st) st = track_best(t, dir, err);
     if (!st) st = write_state(t, tmp, epoch, err);
     if (st) {
@@ -257,9 +295,7 @@ tf_status tf_trainer_save_checkpoint(tf_trainer *t, double epoch, tf_error *err)
     /* a rerun into the same output_dir: the old checkpoint-N goes only once the new one is in */
     if ((st = tf_file_replace_dir(tmp, dir, err))) return st;
     tf_info("saved %s", dir);
-    if ((st = rotate(t, err))) return st;
-    t->phase[TF_PHASE_SAVE] += tf_now() - t0;
-    return TF_OK;
+    return rotate(t, err);
 }
 
 /* --- resume ------------------------------------------------------------------ */
@@ -316,10 +352,12 @@ static tf_status load_optimizer(tf_trainer *t, const char *dir, tf_error *err)
     float *host = malloc(t->buf.n * sizeof *host);
     const char *names[2] = {"exp_avg", "exp_avg_sq"};
     float *dst[2] = {t->exp_avg, t->exp_avg_sq};
+    /* the whole state, or under ZeRO this rank's shard of it (any world size) */
+    size_t lo = t->strategy->sharded ? t->opt_lo : 0, n = t->strategy->sharded ? t->opt_n : t->buf.n;
     if (!host) st = tf_error_set(err, TF_ERR_RUNTIME, "out of memory loading %s", path);
     for (int i = 0; !st && i < 2; i++) {
         st = tf_safetensors_load_f32(f, names[i], 1, shape, host, err);
-        if (!st) st = t->bvt->memcpy(t->be, dst[i], host, t->buf.n * sizeof *host, TF_COPY_HOST_TO_DEVICE, NULL);
+        if (!st) st = t->bvt->memcpy(t->be, dst[i], host + lo, n * sizeof *host, TF_COPY_HOST_TO_DEVICE, NULL);
     }
     free(host);
     tf_safetensors_close(f);

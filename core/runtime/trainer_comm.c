@@ -1,13 +1,14 @@
 /* trainer_comm.c — what the trainer asks of the comm plugin: setting it up
  * for this worker, collectives on host values (losses, flags, evaluation
  * logits) staged through backend memory when the backend's memory is not the
- * host's, and the DataParallel reduce / broadcast of a step. */
+ * host's, and the whole-buffer collectives the strategies use (trainer_strategy.h). */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "comm_peers.h"
 #include "trainer_pipeline.h"
+#include "trainer_strategy.h"
 #include "trainer_internal.h"
 #include "tfcore/log.h"
 
@@ -41,7 +42,6 @@ tf_status tf_trainer_comm_init(tf_trainer *t, tf_error *err)
     const tf_worker *w = &t->w;
     if (!w->cvt) return TF_OK;
     t->cvt = w->cvt;
-    t->root_only = t->cvt->optimizer_on_root_only();
     tf_comm_init_args a = {sizeof a,  tf_config_section(t->plan->cfg, "comm"), w->rank, w->world, w->local_rank,
                            t->bvt,    t->be,                                  w->shared, w->local_world,
                            t->plan->comm.timeout_s};
@@ -71,13 +71,7 @@ tf_status tf_trainer_comm_init(tf_trainer *t, tf_error *err)
         if (!(trace = fopen(path, "w")))
             return tf_error_set(err, TF_ERR_RUNTIME, "TFCORE_TRACE_COMM: cannot open %s", path);
     }
-    /* a pipeline stage owns its gradients: no all-reduce of them (one replica) */
-    if (!t->root_only && t->plan->pipeline.stages <= 1 &&
-        (st = tf_grad_buckets_init(&t->buckets, t->cvt, t->comm, t->buf.grads, t->buf.n, t->plan->comm.bucket_mb,
-                                   trace, err)))
-        return st;
-    t->buckets.rec = t->rec;
-    if ((t->root_only || t->plan->pipeline.stages > 1) && trace) fclose(trace);
+    if ((st = t->strategy->init(t, trace, err))) return st;
     if ((st = t->bvt->alloc(t->be, TF_COMM_SCRATCH_BYTES, TF_MEM_DEVICE, &t->comm_scratch, err))) return st;
     /* ranks no launcher on this machine watches (mpirun across machines, srun) */
     if (w->mode == TF_LAUNCH_EXTERNAL && w->world > 1 && !w->recorder && (st = start_peers(t, err)))
@@ -88,7 +82,7 @@ tf_status tf_trainer_comm_init(tf_trainer *t, tf_error *err)
 void tf_trainer_comm_finalize(tf_trainer *t)
 {
     if (t->comm) {
-        tf_grad_buckets_free(&t->buckets);
+        t->strategy->free(t);
         if (t->comm_scratch) t->bvt->free(t->be, t->comm_scratch, TF_MEM_DEVICE);
         t->comm_scratch = NULL;
         t->cvt->finalize(t->comm);

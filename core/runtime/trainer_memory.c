@@ -2,6 +2,7 @@
  * Hugging Face guide's "anatomy of memory" splits it: weights, gradients,
  * optimizer states, activations, temporaries (results.json
  * tfcore.memory_bytes, tfcore bench). */
+#include "trainer_strategy.h"
 #include "trainer_internal.h"
 
 bool tf_trainer_memory(tf_trainer *t, tf_memory_breakdown *out)
@@ -13,8 +14,10 @@ bool tf_trainer_memory(tf_trainer *t, tf_memory_breakdown *out)
     out->weights = mm.weights;
     out->gradients = mm.gradients;
     out->activations = mm.activations;
-    if (t->exp_avg) out->optimizer_states += t->buf.n * sizeof(float);
-    if (t->exp_avg_sq) out->optimizer_states += t->buf.n * sizeof(float);
+    /* the moments cover this rank's shard under ZeRO (trainer_strategy.h), else every parameter */
+    size_t moments = t->strategy && t->strategy->sharded ? t->opt_n : t->buf.n;
+    if (t->exp_avg) out->optimizer_states += moments * sizeof(float);
+    if (t->exp_avg_sq) out->optimizer_states += moments * sizeof(float);
     if (t->af_state) out->optimizer_states += t->af_state_n * sizeof(float) + t->af_workspace_bytes;
     size_t sum = out->weights + out->gradients + out->optimizer_states + out->activations;
     out->have_temporaries = false;

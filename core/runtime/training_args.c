@@ -422,6 +422,12 @@ static long long resolve_steps(double v, long long max_steps)
     return v < 1 ? (long long)ceil((double)max_steps * v) : (long long)v;
 }
 
+long long tf_batches_per_epoch(long long rows, long long per_device, long long world)
+{
+    long long per_step = per_device * world;
+    return rows / per_step + (rows % per_step != 0);
+}
+
 tf_status tf_training_plan_compute(const tf_training_args *a, long long rows,
                                    long long world_size, tf_training_plan *p, tf_error *err)
 {
@@ -442,9 +448,7 @@ tf_status tf_training_plan_compute(const tf_training_args *a, long long rows,
                             a->per_device_train_batch_size, a->gradient_accumulation_steps,
                             world_size);
     p->total_train_batch_size = total;
-    /* each rank's dataloader: ceil(ceil(rows / per_device) / world) batches
-     * (accelerate's even_batches), which equals ceil(rows / (per_device * world)) */
-    p->batches_per_epoch = rows / per_step + (rows % per_step != 0);
+    p->batches_per_epoch = tf_batches_per_epoch(rows, a->per_device_train_batch_size, world_size);
     p->steps_per_epoch = p->batches_per_epoch / a->gradient_accumulation_steps;
     if (p->steps_per_epoch < 1) p->steps_per_epoch = 1;
     if (a->max_steps > 0) {

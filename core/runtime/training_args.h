@@ -140,6 +140,12 @@ typedef struct tf_training_plan {
 } tf_training_plan;
 
 /* train_rows: examples in the training split (>= 1); world_size: ranks (>= 1). */
+/* Micro-batches each rank runs per epoch: len(train_dataloader) =
+ * ceil(ceil(rows / per_device) / world) (accelerate's even_batches), which
+ * equals ceil(rows / (per_device * world)). The plan and the sampler both
+ * count with it. */
+long long tf_batches_per_epoch(long long rows, long long per_device, long long world);
+
 tf_status tf_training_plan_compute(const tf_training_args *args, long long train_rows,
                                    long long world_size, tf_training_plan *out, tf_error *err);
 

@@ -1,6 +1,6 @@
 /* config.c — dp-master's own keys in the `comm` section, as one table
  * (tfcore/config_keys.h; README.md's key section is generated from it). The
- * core reads and owns plugin, world_size, bucket_mb, mpirun_args and
+ * core reads and owns plugin, world_size, bucket_mb, zero_stage, mpirun_args and
  * timeout_s: they are not in the table and this plugin does not read them. */
 #include "dp_master.h"
 #include "tfcore/config_keys.h"

@@ -59,16 +59,24 @@ typedef struct cm_host_buffer {
     size_t bytes;
 } cm_host_buffer;
 
-/* What a request does: an all-reduce (allreduce_start) or one side of a
- * point-to-point message (send / recv, ABI 1.4). */
-typedef enum cm_request_kind { CM_REQ_ALLREDUCE = 0, CM_REQ_SEND = 1, CM_REQ_RECV = 2 } cm_request_kind;
+/* What a request does. */
+typedef enum cm_kind {
+    CM_ALLREDUCE = 0,      /* MPI_Iallreduce, in place */
+    CM_REDUCE_SCATTER = 1, /* MPI_Ireduce_scatter_block into recv, then into the own block */
+    CM_ALL_GATHER = 2,     /* MPI_Iallgather, in place */
+    CM_SEND = 3,           /* MPI_Isend to peer (ABI 1.4 send) */
+    CM_RECV = 4            /* MPI_Irecv from peer (ABI 1.4 recv) */
+} cm_kind;
 
 struct tf_comm_request {
     tf_comm_request *next, *prev; /* in the comm's pool (FIFO) or in-flight list */
-    cm_request_kind kind;
+    cm_kind kind;
     int peer;                     /* send / recv: the other rank */
     void *buf;                    /* [count] dt, backend memory (the caller's) */
-    size_t count;
+    size_t count;                 /* elements of buf: block * size for the sharded kinds */
+    size_t block;                 /* the sharded kinds: elements of each rank's block */
+    cm_host_buffer recv;          /* [block] dt, CM_REDUCE_SCATTER's result before it goes in place */
+    bool in_place;                /* the sharded kinds: the result is in mpi_buf already (no recv) */
     tf_dtype dt;
     tf_reduce_op op;
     cm_path path;                 /* path this reduction takes (see cm_reduction_path) */
@@ -155,6 +163,18 @@ void cm_request_inflight(tf_comm *c, tf_comm_request *r);
 void cm_request_release(tf_comm *c, tf_comm_request *r);
 /* Test every pending request once (cm_lock held). */
 void cm_test_inflight(tf_comm *c);
+/* mpi_sharded.c: ZeRO's reduce_scatter and all_gather (tfcore/comm.h), as
+ * requests of the same pool, completed by cm_wait. */
+tf_status cm_reduce_scatter_start(tf_comm *c, void *buf, size_t count, tf_dtype dt, tf_reduce_op op,
+                                  tf_comm_request **req, tf_error *err);
+tf_status cm_all_gather_start(tf_comm *c, void *buf, size_t count, tf_dtype dt, tf_comm_request **req,
+                              tf_error *err);
+/* mpi_allreduce.c, for mpi_sharded.c: putting a request whose chunks were started (nchunks of them;
+ * st: how starting went) in flight or, none started, back in the pool. Both
+ * under cm_lock. */
+tf_status cm_request_launched(tf_comm *c, tf_comm_request *r, tf_status st, tf_comm_request **req);
+/* The request's chunk array grown to n (under cm_lock). */
+tf_status cm_request_chunks(tf_comm *c, tf_comm_request *r, size_t n, tf_error *err);
 /* Progress thread start/stop, and freeing the request pool at finalize. */
 tf_status cm_progress_start(tf_comm *c, long long interval_us, tf_error *err);
 void cm_progress_stop(tf_comm *c);

@@ -17,6 +17,7 @@ plugins_comm_mpi_tfcore_comm_mpi_la_SOURCES = \
 	plugins/comm-mpi/mpi_config.c \
 	plugins/comm-mpi/mpi_library.c \
 	plugins/comm-mpi/mpi_buffers.c \
+	plugins/comm-mpi/mpi_sharded.c \
 	plugins/comm-mpi/mpi_allreduce.c \
 	plugins/comm-mpi/mpi_poll.c \
 	plugins/comm-mpi/mpi_p2p.c \

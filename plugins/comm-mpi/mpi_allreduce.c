@@ -1,5 +1,6 @@
 /* mpi_allreduce.c — asynchronous all-reduce (allreduce_start / wait), the
- * request pool, and progress.
+ * request pool, and progress; wait completes the sharded collectives of
+ * mpi_sharded.c too.
  *
  * allreduce_start starts one MPI_Iallreduce per chunk of at most
  * `chunk_elements` elements, in place, and returns. Open MPI has no
@@ -143,19 +144,24 @@ static const char *op_name(tf_reduce_op op) { return op == TF_REDUCE_AVG ? "avg"
 
 /* Start the chunks of r (under cm_lock). On an MPI error the chunks already
  * started stay in flight: the job cannot continue, the core aborts it. */
-static tf_status start_chunks(tf_comm *c, tf_comm_request *r, MPI_Datatype type, size_t esize,
-                              tf_error *err)
+tf_status cm_request_chunks(tf_comm *c, tf_comm_request *r, size_t nchunks, tf_error *err)
 {
-    size_t nchunks = r->count == 0 ? 0 : (r->count - 1) / c->chunk + 1;
     if (nchunks > r->chunks_cap) {
         MPI_Request *p = realloc(r->chunks, nchunks * sizeof *p);
-        if (!p)
-            return cm_fail(c, err, "allreduce_start: out of memory for %zu MPI requests",
-                           nchunks);
+        if (!p) return cm_fail(c, err, "out of memory for %zu MPI requests", nchunks);
         r->chunks = p;
         r->chunks_cap = nchunks;
     }
     r->nchunks = 0;
+    return TF_OK;
+}
+
+static tf_status start_chunks(tf_comm *c, tf_comm_request *r, MPI_Datatype type, size_t esize,
+                              tf_error *err)
+{
+    size_t nchunks = r->count == 0 ? 0 : (r->count - 1) / c->chunk + 1;
+    tf_status cst = cm_request_chunks(c, r, nchunks, err);
+    if (cst) return cst;
     for (size_t i = 0; i < nchunks; i++) {
         size_t off = i * c->chunk;
         size_t n = r->count - off < c->chunk ? r->count - off : c->chunk;
@@ -197,10 +203,11 @@ tf_status cm_allreduce_start(tf_comm *c, void *buf, size_t count, tf_dtype dt, t
     }
     pthread_mutex_unlock(&cm_lock);
 
-    r->kind = CM_REQ_ALLREDUCE;
+    r->kind = CM_ALLREDUCE;
     r->peer = -1;
     r->buf = buf;
     r->count = count;
+    r->block = 0;
     r->dt = dt;
     r->op = op;
     r->path = cm_reduction_path(c, dt, op);
@@ -221,18 +228,33 @@ tf_status cm_allreduce_start(tf_comm *c, void *buf, size_t count, tf_dtype dt, t
 
     pthread_mutex_lock(&cm_lock);
     if (!st) st = start_chunks(c, r, type, esize, err);
+    st = cm_request_launched(c, r, st, req);
+    pthread_mutex_unlock(&cm_lock);
+    return st;
+}
+
+tf_status cm_request_launched(tf_comm *c, tf_comm_request *r, tf_status st, tf_comm_request **req)
+{
     if (st && r->nchunks == 0) {
         /* nothing reached MPI: the request goes back to the pool */
         list_push_tail(&c->pool_head, &c->pool_tail, r);
-        pthread_mutex_unlock(&cm_lock);
         return st;
     }
     cm_request_inflight(c, r);
     if (!st) cm_test_inflight(c); /* progress for this and earlier buckets */
-    pthread_mutex_unlock(&cm_lock);
     if (st) return st; /* started chunks stay in flight; see start_chunks */
     *req = r;
     return TF_OK;
+}
+
+/* The MPI call a request kind makes, and what it does, for messages. */
+static const char *kind_call(cm_kind k)
+{
+    return k == CM_REDUCE_SCATTER ? "MPI_Ireduce_scatter_block" : k == CM_ALL_GATHER ? "MPI_Iallgather" : "MPI_Iallreduce";
+}
+static const char *kind_what(cm_kind k)
+{
+    return k == CM_REDUCE_SCATTER ? "reduce-scatter" : k == CM_ALL_GATHER ? "all-gather" : "all-reduce";
 }
 
 tf_status cm_wait(tf_comm *c, tf_comm_request *r, tf_error *err)
@@ -248,11 +270,11 @@ tf_status cm_wait(tf_comm *c, tf_comm_request *r, tf_error *err)
     }
     if (!r->complete) {
         char what[96];
-        if (r->kind == CM_REQ_ALLREDUCE)
-            snprintf(what, sizeof what, "all-reduce of %zu %s", r->count, tf_dtype_name(r->dt));
+        if (r->kind == CM_SEND || r->kind == CM_RECV)
+            snprintf(what, sizeof what, "%s of %zu %s %s rank %d", r->kind == CM_SEND ? "send" : "receive",
+                     r->count, tf_dtype_name(r->dt), r->kind == CM_SEND ? "to" : "from", r->peer);
         else
-            snprintf(what, sizeof what, "%s of %zu %s %s rank %d", r->kind == CM_REQ_SEND ? "send" : "receive",
-                     r->count, tf_dtype_name(r->dt), r->kind == CM_REQ_SEND ? "to" : "from", r->peer);
+            snprintf(what, sizeof what, "%s of %zu %s", kind_what(r->kind), r->count, tf_dtype_name(r->dt));
         tf_error perr = {0};
         double deadline = r->t_start + c->timeout_s + CM_TIMEOUT_GRACE_S;
         tf_status pst = cm_poll(c, r->chunks, (int)r->nchunks, deadline, what, &perr);
@@ -273,17 +295,30 @@ tf_status cm_wait(tf_comm *c, tf_comm_request *r, tf_error *err)
 
     tf_status st = TF_OK;
     if (r->mpi_rc != MPI_SUCCESS) {
-        if (r->kind == CM_REQ_ALLREDUCE)
-            st = cm_mpi_fail(c, err, r->mpi_rc, "MPI_Iallreduce of %zu %s (%s)", r->count,
-                             tf_dtype_name(r->dt), op_name(r->op));
-        else
+        if (r->kind == CM_SEND || r->kind == CM_RECV)
             st = cm_mpi_fail(c, err, r->mpi_rc, "%s of %zu %s %s rank %d",
-                             r->kind == CM_REQ_SEND ? "MPI_Isend" : "MPI_Irecv", r->count,
-                             tf_dtype_name(r->dt), r->kind == CM_REQ_SEND ? "to" : "from", r->peer);
-    } else if (r->kind == CM_REQ_RECV) {
+                             r->kind == CM_SEND ? "MPI_Isend" : "MPI_Irecv", r->count,
+                             tf_dtype_name(r->dt), r->kind == CM_SEND ? "to" : "from", r->peer);
+        else
+            st = cm_mpi_fail(c, err, r->mpi_rc, "%s of %zu %s (%s)", kind_call(r->kind), r->count,
+                             tf_dtype_name(r->dt), op_name(r->op));
+    } else if (r->kind == CM_SEND) {
+        /* a send has nothing left to do */
+    } else if (r->kind == CM_RECV) {
         if (r->count && r->path == CM_PATH_STAGED)
             st = cm_to_device(c, r->buf, r->stage.ptr, r->count * tf_dtype_size(r->dt), "recv", err);
-    } else if (r->kind == CM_REQ_ALLREDUCE && r->count) { /* a send has nothing left to do */
+    } else if (r->count && r->kind == CM_REDUCE_SCATTER) {
+        /* the own block's sum is in recv (host) or in place: put it in place, average it */
+        size_t esize = tf_dtype_size(r->dt), bytes = r->block * esize, at = (size_t)c->rank * bytes;
+        char *own = (char *)r->mpi_buf + at;
+        if (!r->in_place) memcpy(own, r->recv.ptr, bytes);
+        if (r->op == TF_REDUCE_AVG) st = cm_divide(c, own, true, r->block, r->dt, "wait", err);
+        if (!st && r->path == CM_PATH_STAGED)
+            st = cm_to_device(c, (char *)r->buf + at, (char *)r->stage.ptr + at, bytes, "wait", err);
+    } else if (r->count && r->kind == CM_ALL_GATHER) {
+        if (r->path == CM_PATH_STAGED)
+            st = cm_to_device(c, r->buf, r->stage.ptr, r->count * tf_dtype_size(r->dt), "wait", err);
+    } else if (r->count) {
         size_t bytes = r->count * tf_dtype_size(r->dt);
         bool on_host = r->path != CM_PATH_CUDA_AWARE;
         if (r->op == TF_REDUCE_AVG) st = cm_divide(c, r->mpi_buf, on_host, r->count, r->dt, "wait", err);
@@ -303,6 +338,7 @@ size_t cm_requests_free(tf_comm *c)
     while ((r = c->pool_head)) {
         list_remove(&c->pool_head, &c->pool_tail, r);
         cm_host_release(c, &r->stage);
+        cm_host_release(c, &r->recv);
         free(r->chunks);
         free(r);
         c->nrequests--;

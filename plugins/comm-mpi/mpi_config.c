@@ -1,7 +1,7 @@
 /* mpi_config.c — the comm-mpi keys of the `comm` section, as one table
  * (tfcore/config_keys.h; README.md's key section is generated from it). The
- * core owns and reads plugin, world_size, bucket_mb, mpirun_args and
- * timeout_s: they are not in the table, and this plugin never reads them
+ * core owns and reads plugin, world_size, bucket_mb, zero_stage, mpirun_args
+ * and timeout_s: they are not in the table, and this plugin never reads them
  * (timeout_s comes in tf_comm_init_args). */
 #include <limits.h>
 

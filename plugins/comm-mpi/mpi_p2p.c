@@ -18,10 +18,10 @@
 
 #define CM_P2P_TAG 19 /* one tag for every message: order is per pair of ranks */
 
-static tf_status p2p_start(tf_comm *c, cm_request_kind kind, void *buf, size_t count, tf_dtype dt,
+static tf_status p2p_start(tf_comm *c, cm_kind kind, void *buf, size_t count, tf_dtype dt,
                            int peer, tf_comm_request **req, tf_error *err)
 {
-    const char *op = kind == CM_REQ_SEND ? "send" : "recv";
+    const char *op = kind == CM_SEND ? "send" : "recv";
     if (!c || !req) return cm_fail(c, err, "%s: %s is NULL", op, c ? "req" : "comm");
     *req = NULL;
     size_t esize = tf_dtype_size(dt);
@@ -64,9 +64,9 @@ static tf_status p2p_start(tf_comm *c, cm_request_kind kind, void *buf, size_t c
     }
     if (!st && bytes && r->path == CM_PATH_STAGED) {
         st = cm_host_reserve(c, &r->stage, bytes, op, err);
-        if (!st && kind == CM_REQ_SEND) st = cm_to_host(c, r->stage.ptr, buf, bytes, op, err);
+        if (!st && kind == CM_SEND) st = cm_to_host(c, r->stage.ptr, buf, bytes, op, err);
         r->mpi_buf = r->stage.ptr;
-    } else if (!st && bytes && r->path == CM_PATH_CUDA_AWARE && kind == CM_REQ_SEND) {
+    } else if (!st && bytes && r->path == CM_PATH_CUDA_AWARE && kind == CM_SEND) {
         st = cm_device_sync(c, op, err);
     }
 
@@ -74,12 +74,12 @@ static tf_status p2p_start(tf_comm *c, cm_request_kind kind, void *buf, size_t c
     for (size_t i = 0; !st && i < nchunks; i++) {
         size_t off = i * chunk, n = bytes - off < chunk ? bytes - off : chunk;
         char *at = (char *)r->mpi_buf + off;
-        int rc = kind == CM_REQ_SEND ? MPI_Isend(at, (int)n, MPI_BYTE, peer, CM_P2P_TAG, c->comm, &r->chunks[i])
+        int rc = kind == CM_SEND ? MPI_Isend(at, (int)n, MPI_BYTE, peer, CM_P2P_TAG, c->comm, &r->chunks[i])
                                      : MPI_Irecv(at, (int)n, MPI_BYTE, peer, CM_P2P_TAG, c->comm, &r->chunks[i]);
         if (rc != MPI_SUCCESS)
             st = cm_mpi_fail(c, err, rc, "%s of %zu bytes (%s) %s rank %d, chunk %zu of %zu",
-                             kind == CM_REQ_SEND ? "MPI_Isend" : "MPI_Irecv", bytes, tf_dtype_name(dt),
-                             kind == CM_REQ_SEND ? "to" : "from", peer, i + 1, nchunks);
+                             kind == CM_SEND ? "MPI_Isend" : "MPI_Irecv", bytes, tf_dtype_name(dt),
+                             kind == CM_SEND ? "to" : "from", peer, i + 1, nchunks);
         else
             r->nchunks = i + 1;
     }
@@ -100,11 +100,11 @@ tf_status cm_send(tf_comm *c, const void *buf, size_t count, tf_dtype dt, int pe
                   tf_comm_request **req, tf_error *err)
 {
     /* MPI_Isend does not write its buffer; the request keeps one pointer type */
-    return p2p_start(c, CM_REQ_SEND, (void *)(uintptr_t)buf, count, dt, peer, req, err);
+    return p2p_start(c, CM_SEND, (void *)(uintptr_t)buf, count, dt, peer, req, err);
 }
 
 tf_status cm_recv(tf_comm *c, void *buf, size_t count, tf_dtype dt, int peer,
                   tf_comm_request **req, tf_error *err)
 {
-    return p2p_start(c, CM_REQ_RECV, buf, count, dt, peer, req, err);
+    return p2p_start(c, CM_RECV, buf, count, dt, peer, req, err);
 }

@@ -293,6 +293,8 @@ static const tf_comm_vtable mpi_vtable = {
     .broadcast = cm_broadcast,
     .barrier = cm_barrier,
     .abort = mpi_abort,
+    .reduce_scatter = cm_reduce_scatter_start,
+    .all_gather = cm_all_gather_start,
     .send = cm_send,
     .recv = cm_recv,
 };

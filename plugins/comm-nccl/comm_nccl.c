@@ -61,11 +61,12 @@ struct tf_comm {
 };
 
 /* What the collective does, for the enqueue. */
-typedef enum coll_kind { COLL_ALLREDUCE, COLL_REDUCE, COLL_BROADCAST } coll_kind;
+typedef enum coll_kind { COLL_ALLREDUCE, COLL_REDUCE, COLL_BROADCAST, COLL_REDUCE_SCATTER, COLL_ALL_GATHER } coll_kind;
 typedef struct coll {
     coll_kind kind;
     void *buf;
-    size_t count; /* elements of `type` */
+    size_t count; /* elements of `type`; the sharded kinds: of each rank's block */
+    size_t esize; /* the sharded kinds: bytes of one element */
     ncclDataType_t type;
     ncclRedOp_t op;
     int root;
@@ -255,6 +256,16 @@ static tf_status enqueue(tf_comm *c, tf_comm_request *q, const coll *k, const ch
         case COLL_BROADCAST:
             call = "ncclBroadcast";
             r = ncclBroadcast(k->buf, k->buf, k->count, k->type, k->root, c->nccl, c->cu_stream);
+            break;
+        case COLL_REDUCE_SCATTER: /* in place: the own block of buf receives */
+            call = "ncclReduceScatter";
+            r = ncclReduceScatter(k->buf, (char *)k->buf + (size_t)c->rank * k->count * k->esize, k->count, k->type,
+                                  k->op, c->nccl, c->cu_stream);
+            break;
+        case COLL_ALL_GATHER: /* in place: the own block of buf is the input */
+            call = "ncclAllGather";
+            r = ncclAllGather((char *)k->buf + (size_t)c->rank * k->count * k->esize, k->buf, k->count, k->type,
+                              c->nccl, c->cu_stream);
             break;
         }
         if (r != ncclSuccess) snprintf(last, sizeof last, "%s", ncclGetLastError(c->nccl));
@@ -611,6 +622,67 @@ static tf_status nccl_allreduce_start(tf_comm *c, void *buf, size_t count, tf_dt
     return TF_OK;
 }
 
+/* reduce_scatter / all_gather (ABI 1.4): buf[count * world], in place,
+ * asynchronous like allreduce_start (the comm stream, then wait). */
+static tf_status sharded_start(tf_comm *c, coll *k, const char *what, void *buf, size_t count, tf_dtype dt,
+                               tf_comm_request **req, tf_error *err)
+{
+    *req = NULL;
+    size_t es = tf_dtype_size(dt);
+    if (es == 0) return tf_error_set(err, TF_ERR_RUNTIME, "comm-nccl: rank %d: %s: unknown dtype %d", c->rank, what, (int)dt);
+    if (count > SIZE_MAX / es / (size_t)c->world_size)
+        return tf_error_set(err, TF_ERR_RUNTIME, "comm-nccl: rank %d: %s: the size overflows", c->rank, what);
+    if (count > 0 && !buf)
+        return tf_error_set(err, TF_ERR_RUNTIME, "comm-nccl: rank %d: %s: the buffer is NULL", c->rank, what);
+    k->buf = buf;
+    k->count = count;
+    k->esize = es;
+    tf_status st = check_usable(c, what, err);
+    if (st) return st;
+    tf_comm_request *q = NULL;
+    if ((st = req_get(c, &q, err))) return st;
+    if ((st = enqueue(c, q, k, what, err))) {
+        req_put(c, q);
+        return st;
+    }
+    q->in_flight = true;
+    *req = q;
+    return TF_OK;
+}
+
+static tf_status nccl_reduce_scatter(tf_comm *c, void *buf, size_t count, tf_dtype dt, tf_reduce_op op,
+                                     tf_comm_request **req, tf_error *err)
+{
+    if (!c || !req)
+        return tf_error_set(err, TF_ERR_RUNTIME, "comm-nccl: reduce_scatter: NULL %s",
+                            !c ? "communicator" : "request pointer");
+    char what[112];
+    snprintf(what, sizeof what, "reduce-scatter of %zu %s a rank", count, dt_name(dt));
+    coll k = {.kind = COLL_REDUCE_SCATTER};
+    tf_status st = reduction_args(c, what, buf, count, dt, op, &k, err);
+    return st ? st : sharded_start(c, &k, what, buf, count, dt, req, err);
+}
+
+static tf_status nccl_all_gather(tf_comm *c, void *buf, size_t count, tf_dtype dt, tf_comm_request **req,
+                                 tf_error *err)
+{
+    if (!c || !req)
+        return tf_error_set(err, TF_ERR_RUNTIME, "comm-nccl: all_gather: NULL %s",
+                            !c ? "communicator" : "request pointer");
+    char what[112];
+    snprintf(what, sizeof what, "all-gather of %zu %s a rank", count, dt_name(dt));
+    coll k = {.kind = COLL_ALL_GATHER, .op = ncclSum};
+    if (!nccl_type_of(dt, &k.type)) {
+        k.type = ncclUint8; /* a type NCCL does not name travels as its bytes */
+        size_t es = tf_dtype_size(dt);
+        if (es == 0 || count > SIZE_MAX / es)
+            return tf_error_set(err, TF_ERR_RUNTIME, "comm-nccl: rank %d: %s: unknown dtype or the size overflows",
+                                c->rank, what);
+        return sharded_start(c, &k, what, buf, count * es, TF_DTYPE_U8, req, err);
+    }
+    return sharded_start(c, &k, what, buf, count, dt, req, err);
+}
+
 static tf_status nccl_wait(tf_comm *c, tf_comm_request *q, tf_error *err)
 {
     if (!c || !q)
@@ -703,6 +775,8 @@ static const tf_comm_vtable nccl_vtable = {
     .broadcast = nccl_broadcast,
     .barrier = nccl_barrier,
     .abort = nccl_abort,
+    .reduce_scatter = nccl_reduce_scatter,
+    .all_gather = nccl_all_gather,
 };
 
 TF_PLUGIN_DEFINE(TF_KIND_COMM, "nccl", "1.0.0",

@@ -1,8 +1,8 @@
 /* nccl_config.c — comm-nccl's own keys of the comm section, as one table
  * (tfcore/config_keys.h; README.md's key section is generated from it). The
- * core owns plugin, world_size, bucket_mb, mpirun_args and timeout_s: they
- * are not in the table, and this plugin never reads them (timeout_s comes in
- * tf_comm_init_args, comm_nccl.c). */
+ * core owns plugin, world_size, bucket_mb, zero_stage, mpirun_args and
+ * timeout_s: they are not in the table, and this plugin never reads them
+ * (timeout_s comes in tf_comm_init_args, comm_nccl.c). */
 #include <string.h>
 
 #include "nccl_internal.h"

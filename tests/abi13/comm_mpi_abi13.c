@@ -22,7 +22,7 @@ TF_PLUGIN_EXPORT const tf_plugin *tfcore_plugin_entry(void)
     const tf_plugin *(*entry)(void) = h ? (const tf_plugin *(*)(void))dlsym(h, "tfcore_plugin_entry") : NULL;
     const tf_plugin *mpi = entry ? entry() : NULL;
     if (!mpi) return NULL;
-    const size_t cut = offsetof(tf_comm_vtable, send);
+    const size_t cut = offsetof(tf_comm_vtable, reduce_scatter); /* the first 1.4 slot */
     memcpy(&vt, mpi->vtable, cut);
     vt.size = (uint32_t)cut;
     desc.probe = mpi->probe;

@@ -6,7 +6,7 @@
  * its slot (pid) and waits until all nranks joined; the last to join
  * unlinks the name (the mappings stay), so nothing is left in /dev/shm.
  *
- * Collectives. ncclAllReduce/Broadcast/Reduce check their arguments on the
+ * Collectives. ncclAllReduce/Broadcast/Reduce/ReduceScatter/AllGather check their arguments on the
  * caller's thread and enqueue a task on the stream (emu_enqueue): it runs on
  * the stream's host thread in stream order. A task is a sequence of
  * barriers over the ranks (each rank counts its barriers in its slot's
@@ -19,6 +19,9 @@
  *      all ranks in rank order (so every rank computes the same bits, and
  *      16-bit types are summed in f32 and rounded to nearest even once),
  *      barrier (nobody overwrites a staging area still being read).
+ *   ReduceScatter runs step 2 once per block owner o (a reduce of block o
+ *   to rank o); AllGather stages each chunk of the own input and copies
+ *   every rank's into its block of the output.
  * The n-th collective of each rank meets the n-th of the others.
  *
  * Failures. While a task waits it watches for its own communicator's abort,
@@ -614,11 +617,18 @@ static const char *op_name(int op)
     return op >= 0 && op < ncclNumOps ? names[op] : "(invalid op)";
 }
 
-enum coll_kind { K_ALLREDUCE = 1, K_BROADCAST = 2, K_REDUCE = 3 };
+enum coll_kind { K_ALLREDUCE = 1, K_BROADCAST = 2, K_REDUCE = 3, K_REDUCE_SCATTER = 4, K_ALL_GATHER = 5 };
 
 static const char *kind_name(int k)
 {
-    return k == K_ALLREDUCE ? "ncclAllReduce" : k == K_BROADCAST ? "ncclBroadcast" : "ncclReduce";
+    switch (k) {
+    case K_ALLREDUCE: return "ncclAllReduce";
+    case K_BROADCAST: return "ncclBroadcast";
+    case K_REDUCE: return "ncclReduce";
+    case K_REDUCE_SCATTER: return "ncclReduceScatter";
+    case K_ALL_GATHER: return "ncclAllGather";
+    }
+    return "(collective)";
 }
 
 static float half_to_float(uint16_t h)
@@ -788,9 +798,12 @@ static void describe(char *buf, size_t n, const coll_desc *d)
     else if (d->kind == K_REDUCE)
         snprintf(buf, n, "%s(%s) of %llu %s to root %d", kind_name(d->kind), op_name(d->op),
                  (unsigned long long)d->count, type_name(d->type), d->root);
+    else if (d->kind == K_ALL_GATHER)
+        snprintf(buf, n, "%s of %llu %s a rank", kind_name(d->kind), (unsigned long long)d->count,
+                 type_name(d->type));
     else
-        snprintf(buf, n, "%s(%s) of %llu %s", kind_name(d->kind), op_name(d->op),
-                 (unsigned long long)d->count, type_name(d->type));
+        snprintf(buf, n, "%s(%s) of %llu %s%s", kind_name(d->kind), op_name(d->op),
+                 (unsigned long long)d->count, type_name(d->type), d->kind == K_REDUCE_SCATTER ? " a rank" : "");
 }
 
 static void run_collective(ncclComm_t c, task *t)
@@ -804,7 +817,7 @@ static void run_collective(ncclComm_t c, task *t)
     for (int r = 0; r < c->nranks; r++) {
         const coll_desc *o = &s->slots[r].desc;
         bool same = o->seq == c->seq && o->kind == d->kind && o->count == d->count &&
-                    o->type == d->type && (d->kind == K_BROADCAST || o->op == d->op) &&
+                    o->type == d->type && (d->kind == K_BROADCAST || d->kind == K_ALL_GATHER || o->op == d->op) &&
                     (d->kind == K_ALLREDUCE || o->root == d->root);
         if (!same) {
             char mine[160], theirs[160];
@@ -819,6 +832,31 @@ static void run_collective(ncclComm_t c, task *t)
     }
     size_t es = type_size(d->type), per = CHUNK_BYTES / es;
     const void *in[MAX_RANKS];
+    if (d->kind == K_REDUCE_SCATTER) { /* a reduce of block o to rank o, for every o */
+        for (int o = 0; o < c->nranks; o++)
+            for (size_t done = 0; done < d->count; done += per) {
+                size_t n = d->count - done < per ? d->count - done : per;
+                memcpy(staging(s, c->rank), (const unsigned char *)t->send + ((size_t)o * d->count + done) * es, n * es);
+                if (!barrier(c)) return;
+                if (c->rank == o) {
+                    for (int r = 0; r < c->nranks; r++) in[r] = staging(s, r);
+                    reduce_elems((unsigned char *)t->recv + done * es, in, c->nranks, n, d->type, d->op);
+                }
+                if (!barrier(c)) return;
+            }
+        return;
+    }
+    if (d->kind == K_ALL_GATHER) {
+        for (size_t done = 0; done < d->count; done += per) {
+            size_t n = d->count - done < per ? d->count - done : per;
+            memcpy(staging(s, c->rank), (const unsigned char *)t->send + done * es, n * es);
+            if (!barrier(c)) return;
+            for (int r = 0; r < c->nranks; r++)
+                memcpy((unsigned char *)t->recv + ((size_t)r * d->count + done) * es, staging(s, r), n * es);
+            if (!barrier(c)) return;
+        }
+        return;
+    }
     for (size_t done = 0; done < d->count; done += per) {
         size_t n = d->count - done < per ? d->count - done : per;
         const unsigned char *src = (const unsigned char *)t->send + done * es;
@@ -870,15 +908,16 @@ static ncclResult_t enqueue(int kind, const void *send, void *recv, size_t count
         set_last("%s: invalid data type %d", call, (int)type);
         return ncclInvalidArgument;
     }
-    if (kind != K_BROADCAST && ((int)op < 0 || (int)op >= ncclNumOps)) {
+    if (kind != K_BROADCAST && kind != K_ALL_GATHER && ((int)op < 0 || (int)op >= ncclNumOps)) {
         set_last("%s: invalid reduction operation %d", call, (int)op);
         return ncclInvalidArgument;
     }
-    if (kind != K_ALLREDUCE && (root < 0 || root >= c->nranks)) {
+    bool rooted = kind == K_BROADCAST || kind == K_REDUCE;
+    if (rooted && (root < 0 || root >= c->nranks)) {
         set_last("%s: root %d is not in [0, %d)", call, root, c->nranks);
         return ncclInvalidArgument;
     }
-    if (count > SIZE_MAX / es) {
+    if (count > SIZE_MAX / es / (size_t)c->nranks) {
         set_last("%s: count %zu overflows", call, count);
         return ncclInvalidArgument;
     }
@@ -888,18 +927,20 @@ static ncclResult_t enqueue(int kind, const void *send, void *recv, size_t count
                  call, c->rank, sdev, c->device);
         return ncclInvalidArgument;
     }
-    size_t bytes = count * es;
+    size_t bytes = count * es, send_bytes = bytes, recv_bytes = bytes;
+    if (kind == K_REDUCE_SCATTER) send_bytes *= (size_t)c->nranks; /* count: per rank */
+    if (kind == K_ALL_GATHER) recv_bytes *= (size_t)c->nranks;
     /* what this rank reads and writes must be memory of the communicator's device */
     bool reads = kind != K_BROADCAST || c->rank == root;
     bool writes = kind != K_REDUCE || c->rank == root;
-    if (count > 0 && reads && !emu_is_device_span(send, bytes, c->device)) {
+    if (count > 0 && reads && !emu_is_device_span(send, send_bytes, c->device)) {
         set_last("%s: rank %d: sendbuff %p (%zu bytes) is not memory of CUDA device %d", call,
-                 c->rank, send, bytes, c->device);
+                 c->rank, send, send_bytes, c->device);
         return ncclInvalidArgument;
     }
-    if (count > 0 && writes && !emu_is_device_span(recv, bytes, c->device)) {
+    if (count > 0 && writes && !emu_is_device_span(recv, recv_bytes, c->device)) {
         set_last("%s: rank %d: recvbuff %p (%zu bytes) is not memory of CUDA device %d", call,
-                 c->rank, recv, bytes, c->device);
+                 c->rank, recv, recv_bytes, c->device);
         return ncclInvalidArgument;
     }
     task *t = calloc(1, sizeof *t);
@@ -908,8 +949,8 @@ static ncclResult_t enqueue(int kind, const void *send, void *recv, size_t count
         return ncclSystemError;
     }
     t->comm = c;
-    t->d = (coll_desc){.kind = kind, .type = type, .op = kind == K_BROADCAST ? 0 : op,
-                       .root = kind == K_ALLREDUCE ? 0 : root, .count = count};
+    t->d = (coll_desc){.kind = kind, .type = type, .op = kind == K_BROADCAST || kind == K_ALL_GATHER ? 0 : op,
+                       .root = rooted ? root : 0, .count = count};
     t->send = send;
     t->recv = recv;
     atomic_fetch_add(&c->refs, 1);
@@ -940,4 +981,16 @@ ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t count, nccl
                         ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream)
 {
     return enqueue(K_REDUCE, sendbuff, recvbuff, count, datatype, op, root, comm, stream);
+}
+
+ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount, ncclDataType_t datatype,
+                               ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream)
+{
+    return enqueue(K_REDUCE_SCATTER, sendbuff, recvbuff, recvcount, datatype, op, 0, comm, stream);
+}
+
+ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount, ncclDataType_t datatype,
+                           ncclComm_t comm, cudaStream_t stream)
+{
+    return enqueue(K_ALL_GATHER, sendbuff, recvbuff, sendcount, datatype, ncclSum, 0, comm, stream);
 }

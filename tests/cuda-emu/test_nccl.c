@@ -362,6 +362,60 @@ static int case_broadcast_reduce(int rank, int n, ncclUniqueId id)
     return rank_teardown(rank, &x);
 }
 
+/* reduce-scatter (sum, avg) and all-gather, out of place and in place, f32
+ * (one block above the 1 MiB staging chunk) and f16. */
+static int case_scatter_gather(int rank, int n, ncclUniqueId id)
+{
+    rank_ctx x;
+    if (rank_setup(rank, n, id, &x)) return 1;
+    const tinfo *tis[] = {&TYPES[0], &TYPES[1]};
+    const size_t counts[] = {1, 7, 300007};
+    for (int k = 0; k < 2; k++)
+        for (size_t c = 0; c < sizeof counts / sizeof *counts; c++) {
+            const tinfo *ti = tis[k];
+            size_t count = counts[c], all = count * (size_t)n, es = ti->size;
+            if (count > 100000 && ti->t != ncclFloat32) continue;
+            char what[112];
+            for (int op = 0; op < 2; op++) {
+                ncclRedOp_t o = op ? ncclAvg : ncclSum;
+                void *a = upload(ti, rank, all), *out = NULL, *want = malloc(all * es);
+                if (!a || !want || cudaMalloc(&out, count * es) != cudaSuccess) return fail(rank, "cudaMalloc");
+                reference(ti, o, n, all, want);
+                NC(ncclReduceScatter(a, out, count, ti->t, o, x.comm, x.s));
+                NC(ncclReduceScatter(a, (char *)a + (size_t)rank * count * es, count, ti->t, o, x.comm, x.s));
+                CU(cudaStreamSynchronize(x.s));
+                snprintf(what, sizeof what, "reduce-scatter %s of %zu %s a rank", op ? "avg" : "sum", count, ti->name);
+                if (compare(rank, what, ti, out, (char *)want + (size_t)rank * count * es, count)) return 1;
+                strcat(what, " in place");
+                if (compare(rank, what, ti, (char *)a + (size_t)rank * count * es,
+                            (char *)want + (size_t)rank * count * es, count))
+                    return 1;
+                cudaFree(a);
+                cudaFree(out);
+                free(want);
+            }
+            /* all-gather: block r of the output is rank r's input */
+            void *mine = upload(ti, rank, count), *out = NULL, *in_place = NULL, *want = malloc(all * es);
+            if (!mine || !want || cudaMalloc(&out, all * es) != cudaSuccess || cudaMalloc(&in_place, all * es) != cudaSuccess)
+                return fail(rank, "cudaMalloc");
+            for (int r = 0; r < n; r++) fill(ti, (char *)want + (size_t)r * count * es, r, count);
+            CU(cudaMemcpy((char *)in_place + (size_t)rank * count * es, (char *)want + (size_t)rank * count * es,
+                          count * es, cudaMemcpyHostToDevice));
+            NC(ncclAllGather(mine, out, count, ti->t, x.comm, x.s));
+            NC(ncclAllGather((char *)in_place + (size_t)rank * count * es, in_place, count, ti->t, x.comm, x.s));
+            CU(cudaStreamSynchronize(x.s));
+            snprintf(what, sizeof what, "all-gather of %zu %s a rank", count, ti->name);
+            if (compare(rank, what, ti, out, want, all)) return 1;
+            strcat(what, " in place");
+            if (compare(rank, what, ti, in_place, want, all)) return 1;
+            cudaFree(mine);
+            cudaFree(out);
+            cudaFree(in_place);
+            free(want);
+        }
+    return rank_teardown(rank, &x);
+}
+
 /* 24 collectives of varying kind, count and root queued at once, one sync. */
 static int case_sequence(int rank, int n, ncclUniqueId id)
 {
@@ -592,6 +646,7 @@ int main(void)
     run_ranks(name, n, fn, killed)
         RUN(case_allreduce, "all-reduce of every type and op, odd counts, in place", -1);
         RUN(case_broadcast_reduce, "broadcast and reduce from every root, in place", -1);
+        RUN(case_scatter_gather, "reduce-scatter and all-gather, out of place and in place", -1);
         RUN(case_sequence, "24 mixed collectives queued on one stream", -1);
         RUN(case_mismatch_count, "mismatched counts are invalid usage on every rank", -1);
         RUN(case_mismatch_kind, "all-reduce against broadcast is invalid usage", -1);

@@ -6,8 +6,9 @@
  * (DDP, MPI) or on the root followed by a parameter broadcast (DataParallel)
  * is its call too.
  *
- * ABI 1.1 (abort appended); ABI 1.4 (send, recv appended). New slots are
- * appended at the end and read through TF_HAS().
+ * ABI 1.1 (abort appended); ABI 1.4 (reduce_scatter, all_gather appended for
+ * ZeRO; then send, recv for pipeline stages). New slots are appended at the
+ * end and read through TF_HAS().
  */
 #ifndef TFCORE_COMM_H
 #define TFCORE_COMM_H
@@ -107,6 +108,20 @@ typedef struct tf_comm_vtable {
      * (with an error) or end its process, so the job stops instead of hanging
      * in a collective. May be called from any thread of the failing worker. */
     void (*abort)(tf_comm *c, const char *why);
+
+    /* --- appended in ABI 1.4 (ZeRO's sharded collectives): optional, read
+     * through TF_HAS(); the core refuses comm.zero_stage > 0 without both --- */
+    /* Start reducing buf[count * world] (backend memory) across ranks so that
+     * each rank's own block, buf[rank*count, (rank+1)*count), holds the sum
+     * (or average) of that block over the ranks; the other blocks are
+     * unspecified afterwards. In place; completes through wait. */
+    tf_status (*reduce_scatter)(tf_comm *c, void *buf, size_t count, tf_dtype dt, tf_reduce_op op,
+                                tf_comm_request **req, tf_error *err);
+    /* Start gathering buf[count * world] (backend memory): each rank's own
+     * block buf[rank*count, (rank+1)*count) is copied into the same block of
+     * every other rank. In place; completes through wait. */
+    tf_status (*all_gather)(tf_comm *c, void *buf, size_t count, tf_dtype dt, tf_comm_request **req,
+                            tf_error *err);
 
     /* --- appended in ABI 1.4: point-to-point (pipeline stages); optional, read through TF_HAS() */
     /* Start sending buf[count] dt (backend memory, read until wait returns:

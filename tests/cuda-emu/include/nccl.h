@@ -91,6 +91,14 @@ ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count, n
                            int root, ncclComm_t comm, cudaStream_t stream);
 ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
                         ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream);
+/* sendbuff[nranks * recvcount] -> recvbuff[recvcount]: block r of every
+ * rank's input reduced into rank r (in place: recvbuff = sendbuff + rank * recvcount). */
+ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount, ncclDataType_t datatype,
+                               ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream);
+/* sendbuff[sendcount] of rank r -> block r of every rank's recvbuff[nranks * sendcount]
+ * (in place: sendbuff = recvbuff + rank * sendcount). */
+ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount, ncclDataType_t datatype,
+                           ncclComm_t comm, cudaStream_t stream);
 
 #ifdef __cplusplus
 } /* extern "C" */
