@@ -57,7 +57,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 peer=$("$py" "$src/bench/torch_eval_step.py" 1 64 1 64 2 16 1 0 2>/dev/null)
 echo "machine: $(nproc) cores, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1), load at start $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "date:    $(date -u '+%Y-%m-%d %H:%M UTC')"
-echo "tfcore:  $("$tfcore" train -c "$tmp/${models[0]%% *}.train.cfg" -o precision.plugin=bf16 --dry-run 2>&1 | sed -n 's/.*\(bf16 GEMMs: [^)]*)\).*/\1/p' | head -1)"
+echo "tfcore:  $("$tfcore" bench -c "$tmp/${models[0]%% *}.train.cfg" -o precision.plugin=bf16 --steps 1 --warmup 0 2>&1 | sed -n 's/.*\(bf16 GEMMs: .*\)$/\1/p' | head -1)"
 echo "peer:    torch $(echo "$peer" | field torch), transformers $(echo "$peer" | field transformers), attention $(echo "$peer" | field attention); bf16 = torch.autocast(\"cpu\", bfloat16)"
 echo "shapes:  train batch 16 x seq 128 ($tsteps steps after $warmup warm-up), eval batch 32 x seq 256 ($esteps batches after $warmup), $rounds rounds, medians, samples/s"
 echo

@@ -18,31 +18,41 @@
  * The bf16 copies of A and B live in a buffer that grows to the largest
  * GEMM seen (the first training step's), then is reused: no allocation in
  * the steady state. */
-#include <cpuid.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cpu.h"
 
-#ifdef TF_HAVE_ONEDNN
+/* The oneDNN path is x86-64's (CPUID, AVX512_BF16 conversions). */
+#if defined(TF_HAVE_ONEDNN) && defined(__x86_64__)
+#define CPU_BF16_ONEDNN 1
+#include <cpuid.h>
+#include <immintrin.h>
 #include <oneapi/dnnl/dnnl.h>
 #endif
 
-/* dst[r, c] = bf16(src[r, c]) for a [rows, cols] matrix with leading
- * dimension ld; dst packed (ld = cols). */
-CPU_CLONES static void to_bf16_row(const float *restrict src, uint16_t *restrict dst, int cols)
+/* dst[j] = bf16(src[j]) for j < cols: the hardware's conversion
+ * (vcvtneps2bf16: round to nearest even, NaN kept quiet, subnormal inputs
+ * flushed to zero as every AVX512_BF16 / AMX path does), 16 at a time. Only
+ * called after open found AVX512_BF16 (the check below). */
+#ifdef CPU_BF16_ONEDNN
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) static void
+to_bf16_row(const float *restrict src, uint16_t *restrict dst, int cols)
 {
-#pragma omp simd
-    for (int j = 0; j < cols; j++) {
-        uint32_t u;
-        memcpy(&u, &src[j], sizeof u);
-        uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-        dst[j] = (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? ((u >> 16) | 0x0040u) : r);
+    int j = 0;
+    for (; j + 16 <= cols; j += 16)
+        _mm256_storeu_si256((__m256i *)(dst + j),
+                            (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(src + j)));
+    if (j < cols) {
+        __mmask16 m = (__mmask16)((1u << (cols - j)) - 1u);
+        __m256bh v = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, src + j));
+        _mm256_mask_storeu_epi16(dst + j, m, (__m256i)v);
     }
 }
+#endif
 
-#ifdef TF_HAVE_ONEDNN
+#ifdef CPU_BF16_ONEDNN
 
 static bool cpu_has_avx512_bf16(void)
 {
@@ -221,13 +231,17 @@ tf_status cpu_bf16_gemm(tf_backend *be, const tf_gemm_desc *g, float beta, float
     return TF_OK;
 }
 
-#else /* !TF_HAVE_ONEDNN */
+#else /* !CPU_BF16_ONEDNN */
 
 void cpu_bf16_open(tf_backend *be)
 {
     be->bf16 = NULL;
+#ifdef TF_HAVE_ONEDNN
+    snprintf(be->bf16_why, sizeof be->bf16_why, "no bf16 GEMMs: they need an x86-64 CPU with AVX512_BF16");
+#else
     snprintf(be->bf16_why, sizeof be->bf16_why,
              "no bf16 GEMMs: built without oneDNN (configure found no libdnnl-dev, or --without-onednn)");
+#endif
 }
 
 void cpu_bf16_close(tf_backend *be) { (void)be; }
