@@ -2,7 +2,8 @@
  *
  *   bench/cpu_ops [threads] [batch] [seq] [model]   (defaults: all cores, 16, 128)
  *
- * Prints sgemm GFLOP/s at every GEMM shape of a bert-mini (L4 H256 A4 I1024)
+ * Prints sgemm GFLOP/s (and, where backend-cpu has bf16 GEMMs, the same
+ * GEMM in bf16 and its speed-up) at every GEMM shape of a bert-mini (L4 H256 A4 I1024)
  * and a MiniLM-L6 (L6 H384 A12 I1536) training step next to a large square
  * sgemm, the time of every other op at those shapes, and the time of a whole
  * BertForSequenceClassification training step (embeddings, encoder, pooler,
@@ -91,8 +92,18 @@ static void bench_gemm(const char *what, bool ta, bool tb, int m, int n, int k)
     tf_gemm_desc g = gemm_desc(ta, tb, m, n, k, a, b, c, 0.0f);
     double s;
     TIME(s, ok(vt->gemm(be, NULL, &g, &err)));
-    printf("  %-28s %5d x %5d x %5d  %7.3f ms  %6.1f GFLOP/s\n", what, m, n, k, s * 1e3,
+    printf("  %-28s %5d x %5d x %5d  %7.3f ms  %6.1f GFLOP/s", what, m, n, k, s * 1e3,
            2.0 * m * n * k / s * 1e-9);
+    if (vt->supports(be, TF_MATMUL_BF16, TF_DTYPE_F32)) {
+        /* precision bf16: the same GEMM with its inputs rounded to bf16 (the
+         * rounding included), oneDNN's matmul */
+        double s16;
+        g.mode = TF_MATMUL_BF16;
+        TIME(s16, ok(vt->gemm(be, NULL, &g, &err)));
+        printf("  | bf16 %7.3f ms  %6.1f GFLOP/s  %4.2fx", s16 * 1e3, 2.0 * m * n * k / s16 * 1e-9,
+               s / s16);
+    }
+    printf("\n");
     vt->free(be, a, TF_MEM_DEVICE);
     vt->free(be, b, TF_MEM_DEVICE);
     vt->free(be, c, TF_MEM_DEVICE);

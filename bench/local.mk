@@ -1,6 +1,7 @@
 # bench/ — speed comparisons (never tests: nothing here asserts a time).
 #   bench/cpu_vs_torch.sh      tfcore vs PyTorch training steps on the CPU
 #   bench/eval_vs_torch.sh     tfcore vs PyTorch evaluation batches (forward only) on the CPU
+#   bench/cpu_bf16_vs_torch.sh precision bf16 vs fp32, tfcore and PyTorch (autocast), training and eval
 #   bench/tokenizer_vs_hf.py   tfcore's tokenizer vs the tokenizers package
 #   bench/cpu_ops              backend-cpu ops one by one (with cpu_ops_torch.py)
 #   bench/scaling.sh           1 worker vs 2 workers (mpi, dp-master) on the CPU
@@ -15,4 +16,5 @@ bench_sgemm_ceiling_LDADD = $(OPENBLAS_LIBS)
 endif
 EXTRA_DIST += bench/cpu_vs_torch.sh bench/torch_train_step.py bench/scaling.sh \
 	bench/eval_vs_torch.sh bench/torch_eval_step.py bench/memory_techniques.sh bench/pipeline.sh \
-	bench/unpad_vs_torch.sh bench/torch_varlen_train_step.py
+	bench/unpad_vs_torch.sh bench/torch_varlen_train_step.py \
+	bench/cpu_bf16_vs_torch.sh

@@ -36,6 +36,7 @@ packages=(
     libarchive-dev       # datasets by name: unpacking the fetched aclImdb_v1.tar.gz
     libutf8proc-dev      # Unicode for the tokenizer (NFD, categories, case)
     libopenblas-dev      # backend-cpu GEMMs
+    libdnnl-dev          # backend-cpu bf16 GEMMs (oneDNN; optional: --without-onednn)
     libopenmpi-dev openmpi-bin  # comm-mpi and the mpirun launcher
     check libsubunit-dev # unit tests (make check)
     clang                # fuzz targets (libFuzzer) and sanitizer builds

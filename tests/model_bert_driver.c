@@ -6,7 +6,7 @@
  *   model_bert_driver --config FILE --batch IN.safetensors --out OUT.safetensors
  *                     [--steps K] [--lr X] [--weight-decay X] [--loss-scale X]
  *                     [--seed N] [--save DIR] [--dump-params] [--label-smoothing E]
- *                     [--backend PATH.so] [--model PATH.so]
+ *                     [--backend PATH.so] [--model PATH.so] [--matmul fp32|bf16]
  *
  * FILE is a libconfig file with a "model" section. IN holds I32 tensors
  * input_ids [B, S] and optionally token_type_ids, attention_mask [B, S],
@@ -22,6 +22,8 @@
  * of the eval forward, ready_ranges I64 [r, 2] (offset, count) in the order
  * grads_ready reported them, "param.NAME" of the initial parameters with
  * --dump-params. --save DIR saves the final model with the model's save().
+ * --matmul bf16: f32 activations with bf16 GEMMs (precision bf16 on
+ * backend-cpu, tests/ref/model_bert_bf16_vs_autocast.py).
  * The grads_ready ranges must tile [0, n) in ascending order (checked).
  * Exit 0 on success, 1 with one line on stderr otherwise. */
 #include <stdio.h>
@@ -113,13 +115,15 @@ typedef struct args {
     double lr, wd, loss_scale, label_smoothing;
     unsigned long long seed;
     int dump_params;
+    tf_matmul_mode matmul;
 } args;
 
 static int usage(void)
 {
     fprintf(stderr, "usage: model_bert_driver --config FILE --batch IN --out OUT [--steps K] "
                     "[--lr X] [--weight-decay X] [--loss-scale X] [--seed N] [--save DIR] "
-                    "[--dump-params] [--label-smoothing E] [--backend SO] [--model SO]\n");
+                    "[--dump-params] [--label-smoothing E] [--backend SO] [--model SO] "
+                    "[--matmul fp32|bf16]\n");
     return 1;
 }
 
@@ -152,6 +156,8 @@ static int parse_args(int argc, char **argv, args *a)
         else if (strcmp(k, "--loss-scale") == 0) a->loss_scale = atof(v);
         else if (strcmp(k, "--seed") == 0) a->seed = strtoull(v, NULL, 10);
         else if (strcmp(k, "--label-smoothing") == 0) a->label_smoothing = atof(v);
+        else if (strcmp(k, "--matmul") == 0 && strcmp(v, "fp32") == 0) a->matmul = TF_MATMUL_FP32;
+        else if (strcmp(k, "--matmul") == 0 && strcmp(v, "bf16") == 0) a->matmul = TF_MATMUL_BF16;
         else return -1;
     }
     return a->config && a->batch && a->out && a->steps >= 0 ? 0 : -1;
@@ -245,7 +251,7 @@ int main(int argc, char **argv)
                                .section = tf_config_section(cfg, "backend")};
     CHECK(bk->open(&oa, &be, &err));
     tf_model_create_args ca = {.size = sizeof ca, .section = msec, .backend = bk, .be = be,
-                               .compute_dtype = TF_DTYPE_F32, .matmul_mode = TF_MATMUL_FP32,
+                               .compute_dtype = TF_DTYPE_F32, .matmul_mode = a.matmul,
                                .seed = a.seed, .max_rows = B, .max_seq = S,
                                .label_smoothing_factor = (float)a.label_smoothing};
     CHECK(mv->create(&ca, &m, &err));

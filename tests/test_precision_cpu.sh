@@ -1,10 +1,14 @@
 #!/bin/sh
-# The precision plugins from the CLI on backend-cpu, which computes in fp32
-# only: `tfcore plugins` lists tf32, fp16 and bf16 (usable: a precision runs
-# wherever its backend can), and training in tf32 / fp16 / bf16 (chosen by
-# precision.plugin or by the Trainer flags training.fp16 / bf16 / tf32)
-# stops before any work with exactly one line naming the backend and the
-# precision, and creates nothing. fp32 on the same config still trains.
+# The precision plugins from the CLI on backend-cpu, which computes in fp32,
+# plus bf16 GEMMs where it has them (oneDNN on a CPU with AVX512_BF16):
+# `tfcore plugins` lists tf32, fp16 and bf16 (usable: a precision runs
+# wherever its backend can), and training in tf32 / fp16 (chosen by
+# precision.plugin or by the Trainer flags training.fp16 / tf32) stops
+# before any work with exactly one line naming the backend and the
+# precision, and creates nothing. bf16 trains where the backend has bf16
+# GEMMs, and is refused the same way (the line ending in the reason) where
+# it has not, or when oneDNN's ISA is capped below AVX512_BF16
+# (ONEDNN_MAX_CPU_ISA). fp32 on the same config still trains.
 set -u
 : "${top_builddir:?}" "${top_srcdir:?}"
 tfcore="$top_builddir/core/tfcore"
@@ -65,8 +69,17 @@ expect_refusal() {
     [ ! -e "$out" ] && ok || bad "$label: created $out before stopping"
 }
 
-# 2. precision.plugin = tf32 / fp16 / bf16 on backend cpu
-for p in tf32:F32 fp16:F16 bf16:BF16; do
+# 2. precision.plugin = tf32 / fp16 on backend cpu (and bf16 where 2b refuses it)
+refused="tf32:F32 fp16:F16"
+if "$tfcore" train -c "$tmp/tiny.cfg" -o precision.plugin=bf16 --dry-run >/dev/null 2>"$tmp/bf16.err"; then
+    have_bf16=1
+else
+    have_bf16=0
+    refused="$refused bf16:BF16"
+    grep -q "cannot compute in precision 'bf16' (BF16 activations, bf16 GEMMs) on .*, no bf16 GEMMs: " "$tmp/bf16.err" \
+        && ok || { bad "--dry-run, bf16 refused without the reason: $(cat "$tmp/bf16.err")"; }
+fi
+for p in $refused; do
     name=${p%%:*} dt=${p#*:}
     want="tfcore: the cpu backend cannot compute in precision '$name' ($dt activations"
     expect_refusal "train, precision $name" "$want" "$tmp/out-$name" \
@@ -88,6 +101,27 @@ for p in tf32:F32 fp16:F16 bf16:BF16; do
         bad "--dry-run, precision $name: exit $rc"; sed 's/^/    /' "$tmp/dry.err"
     fi
 done
+
+# 2b. bf16 where the backend has bf16 GEMMs: it trains (precision.plugin and
+# the Trainer flag), and a oneDNN capped below AVX512_BF16 is refused with
+# the reason, as a CPU without AVX512_BF16 is (no slow emulation)
+if [ "$have_bf16" -eq 1 ]; then
+    for how in "precision.plugin=bf16" "training.bf16=true"; do
+        "$tfcore" train -c "$tmp/tiny.cfg" -o "$how" -o training.output_dir="$tmp/bf16-$how" >"$tmp/bf16.out" 2>&1 \
+            && [ -s "$tmp/bf16-$how/results.json" ] && ok || { bad "bf16 ($how) on backend cpu did not train"; cat "$tmp/bf16.out"; }
+    done
+    want="tfcore: the cpu backend cannot compute in precision 'bf16' (BF16 activations, bf16 GEMMs) on "
+    export ONEDNN_MAX_CPU_ISA=AVX512_CORE_VNNI
+    expect_refusal "train, bf16, oneDNN capped" "$want" "$tmp/capped" \
+        train -c "$tmp/tiny.cfg" -o precision.plugin=bf16 -o training.output_dir="$tmp/capped"
+    grep -q ", no bf16 GEMMs: oneDNN [0-9.]* is limited below AVX512_BF16" "$tmp/stderr" && ok \
+        || bad "the capped refusal does not say why: $(cat "$tmp/stderr")"
+    "$tfcore" train -c "$tmp/tiny.cfg" -o precision.plugin=bf16 --dry-run >/dev/null 2>"$tmp/dry.err"
+    rc=$?
+    [ "$rc" -eq 4 ] && [ "$(wc -l <"$tmp/dry.err")" -eq 1 ] && grep -q "no bf16 GEMMs: " "$tmp/dry.err" && ok \
+        || { bad "--dry-run, bf16 with oneDNN capped: exit $rc"; cat "$tmp/dry.err"; }
+    unset ONEDNN_MAX_CPU_ISA
+fi
 
 # 3. an fp16 key error is found before the backend is asked: a config error, file:line
 printf 'precision = { plugin = "fp16";\n  backoff_factor = 2.0; };\n' >"$tmp/badkey.cfg"

@@ -30,11 +30,20 @@ tf_status tf_stack_open(tf_stack *s, const tf_plan *plan, const tf_stack_options
     if ((st = s->precision.vt->create(tf_config_section(cfg, "precision"), &s->precision.h, err))) return st;
     s->compute_dtype = s->precision.vt->compute_dtype(s->precision.h);
     s->matmul_mode = s->precision.vt->matmul_mode(s->precision.h);
-    if (!s->backend.vt->supports(s->backend.h, s->matmul_mode, s->compute_dtype))
+    /* A backend that keeps activations in f32 but has the precision's GEMMs
+     * (backend-cpu's bf16) runs it that way: f32 between ops, GEMM inputs
+     * rounded to the precision's dtype (docs/ARCHITECTURE.md, "What stays fp32"). */
+    if (s->compute_dtype != TF_DTYPE_F32 &&
+        !s->backend.vt->supports(s->backend.h, s->matmul_mode, s->compute_dtype) &&
+        s->backend.vt->supports(s->backend.h, s->matmul_mode, TF_DTYPE_F32))
+        s->compute_dtype = TF_DTYPE_F32;
+    if (!s->backend.vt->supports(s->backend.h, s->matmul_mode, s->compute_dtype)) {
+        const char *dev = s->backend.vt->device_name ? s->backend.vt->device_name(s->backend.h) : NULL;
         return tf_error_set(err, TF_ERR_PLUGIN,
-                            "the %s backend cannot compute in precision '%s' (%s activations, %s GEMMs)",
+                            "the %s backend cannot compute in precision '%s' (%s activations, %s GEMMs)%s%s",
                             bp->desc->name, pp->desc->name, tf_dtype_name(s->compute_dtype),
-                            matmul_mode_name(s->matmul_mode));
+                            matmul_mode_name(s->matmul_mode), dev ? " on " : "", dev ? dev : "");
+    }
     if (!o->with_model) return TF_OK;
 
     const tf_model_vtable *mvt = plan->plugin[TF_KIND_MODEL]->desc->vtable;

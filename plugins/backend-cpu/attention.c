@@ -64,13 +64,14 @@ size_t cpu_attention_save_bytes(tf_backend *be, const tf_attention_desc *d)
 }
 
 /* What libtfcore's checks (tf_check_attention_fwd/bwd) leave to this
- * backend: strict fp32 only, a row of scores fits the scratch, and the
+ * backend: fp32 or bf16 mode, a row of scores fits the scratch, and the
  * probabilities it saves are countable. */
 static tf_status check_desc(tf_error *err, const char *op, const tf_attention_desc *d)
 {
-    if (d->mode != TF_MATMUL_FP32)
+    /* bf16: the products inside attention stay fp32 on this backend */
+    if (d->mode != TF_MATMUL_FP32 && d->mode != TF_MATMUL_BF16)
         return cpu_fail(err, TF_ERR_PLUGIN, op,
-                        "matmul mode %d is not supported (backend-cpu computes strict fp32 only)",
+                        "matmul mode %d is not supported (backend-cpu computes fp32 or bf16)",
                         (int)d->mode);
     if (d->dropout > 0.0f && d->seq > CPU_ATTN_DROPOUT_MAX_SEQ)
         return cpu_fail(err, TF_ERR_RUNTIME, op,

@@ -105,7 +105,8 @@ static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
 static int blas_threads_wanted = 1;
 static void set_blas_threads(void) { openblas_set_num_threads(blas_threads_wanted); }
 
-/* "x86_64 AMD EPYC, 2 threads, OpenBLAS 0.3.21 (Cooperlake kernels)" */
+/* "x86_64 Intel(R) Xeon(R) Processor, 2 threads, OpenBLAS 0.3.21 (Cooperlake
+ * kernels), bf16 GEMMs: oneDNN 2.6.3 (AMX)" */
 static void describe(tf_backend *be)
 {
     struct utsname un;
@@ -138,8 +139,9 @@ static void describe(tf_backend *be)
         blas[len] = '\0';
     }
     const char *core = openblas_get_corename();
-    snprintf(be->name, sizeof be->name, "%s%s, %d thread%s, %s (%s kernels)", arch, model,
-             be->threads, be->threads == 1 ? "" : "s", blas, core ? core : "unknown");
+    snprintf(be->name, sizeof be->name, "%s%s, %d thread%s, %s (%s kernels), %s", arch, model,
+             be->threads, be->threads == 1 ? "" : "s", blas, core ? core : "unknown",
+             be->bf16_why);
 }
 
 tf_status cpu_open(const tf_backend_open_args *args, tf_backend **out, tf_error *err)
@@ -192,6 +194,7 @@ tf_status cpu_open(const tf_backend_open_args *args, tf_backend **out, tf_error 
     blas_threads_wanted = be->threads;
 #endif
     pthread_once(&blas_once, set_blas_threads);
+    cpu_bf16_open(be);
     describe(be);
     tf_debug("backend-cpu: opened %s", be->name);
     *out = be;
@@ -205,15 +208,18 @@ void cpu_close(tf_backend *be)
     if (held)
         tf_warn("backend-cpu: closed with %zu bytes still allocated (peak %zu)", held,
                 atomic_load(&be->peak));
+    cpu_bf16_close(be);
     pthread_mutex_destroy(&be->scratch_lock);
     free(be->scratch);
     free(be);
 }
 
+/* Activations are f32 always; GEMMs fp32, or bf16 inputs with fp32
+ * accumulation where this CPU and build have them (be->bf16, gemm_bf16.c). */
 bool cpu_supports(tf_backend *be, tf_matmul_mode mode, tf_dtype act_dtype)
 {
-    (void)be;
-    return mode == TF_MATMUL_FP32 && act_dtype == TF_DTYPE_F32;
+    if (act_dtype != TF_DTYPE_F32) return false;
+    return mode == TF_MATMUL_FP32 || (mode == TF_MATMUL_BF16 && be && be->bf16);
 }
 
 const char *cpu_device_name(tf_backend *be) { return be ? be->name : "backend-cpu (not open)"; }
@@ -296,5 +302,14 @@ static const tf_backend_vtable cpu_vtable = {
     .attention_varlen_bwd = cpu_attention_varlen_bwd,
 };
 
-TF_PLUGIN_DEFINE(TF_KIND_BACKEND, CPU_PLUGIN_NAME, CPU_PLUGIN_VERSION,
-                 "fp32 compute on the host: OpenBLAS GEMMs, OpenMP ops", cpu_probe, &cpu_vtable)
+/* `tfcore plugins` shows this line; whether this CPU has the bf16 GEMMs is
+ * in the device name and in --dry-run's refusal of precision bf16. */
+#ifdef TF_HAVE_ONEDNN
+#define CPU_DESCRIPTION \
+    "fp32 compute on the host: OpenBLAS GEMMs, OpenMP ops; bf16 GEMMs (oneDNN) on CPUs with AVX512_BF16"
+#else
+#define CPU_DESCRIPTION \
+    "fp32 compute on the host: OpenBLAS GEMMs, OpenMP ops; no bf16 GEMMs (built without oneDNN)"
+#endif
+TF_PLUGIN_DEFINE(TF_KIND_BACKEND, CPU_PLUGIN_NAME, CPU_PLUGIN_VERSION, CPU_DESCRIPTION, cpu_probe,
+                 &cpu_vtable)

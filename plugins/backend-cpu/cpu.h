@@ -78,6 +78,8 @@ struct tf_backend {
     atomic_size_t peak;         /* most bytes held at once */
     float *scratch;             /* [threads, CPU_SCRATCH_FLOATS] f32, attention row blocks */
     pthread_mutex_t scratch_lock; /* one op at a time uses the scratch */
+    struct cpu_bf16 *bf16;      /* bf16 GEMMs (gemm_bf16.c); NULL: none, bf16_why says why */
+    char bf16_why[160];         /* "bf16 GEMMs: oneDNN 2.6.3 (AMX)" or "no bf16 GEMMs: why" */
 };
 
 struct tf_stream {
@@ -152,6 +154,14 @@ tf_status cpu_event_sync(tf_backend *be, tf_event *e, tf_error *err);
 
 /* gemm.c */
 tf_status cpu_gemm(tf_backend *be, tf_stream *s, const tf_gemm_desc *g, tf_error *err);
+/* gemm_bf16.c: bf16 GEMMs (TF_MATMUL_BF16 on f32 activations) through oneDNN.
+ * open decides whether this CPU and build have them and fills bf16_why. */
+void cpu_bf16_open(tf_backend *be);
+void cpu_bf16_close(tf_backend *be);
+/* C (f32, batch items at stride_c) = alpha op(A) op(B) + beta C with A and B
+ * of g (f32) rounded to bf16 first; be->bf16 must be set. */
+tf_status cpu_bf16_gemm(tf_backend *be, const tf_gemm_desc *g, float beta, float *c,
+                        tf_error *err);
 /* One single-threaded row-major sgemm (OpenBLAS), for ops that split work themselves. */
 void cpu_sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float *a,
                int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);

@@ -12,6 +12,7 @@ BACKEND_CPU_SOURCES = \
 	plugins/backend-cpu/memory.c \
 	plugins/backend-cpu/stream.c \
 	plugins/backend-cpu/gemm.c \
+	plugins/backend-cpu/gemm_bf16.c \
 	plugins/backend-cpu/reduce.c \
 	plugins/backend-cpu/layernorm.c \
 	plugins/backend-cpu/attention.c \
@@ -31,7 +32,10 @@ BACKEND_CPU_SOURCES = \
 # no -ffast-math: NaN and inf must survive (finite_check), sums keep order.
 BACKEND_CPU_CFLAGS = -O3 -fno-math-errno -fno-trapping-math -fopenmp-simd
 BACKEND_CPU_CPPFLAGS = -I$(top_srcdir)/plugins/backend-cpu $(OPENBLAS_CFLAGS)
-BACKEND_CPU_LIBS = $(OPENBLAS_LIBS) $(OPENMP_CFLAGS) -lm
+BACKEND_CPU_LIBS = $(OPENBLAS_LIBS) $(ONEDNN_LIBS) $(OPENMP_CFLAGS) -lm
+if HAVE_ONEDNN
+BACKEND_CPU_CPPFLAGS += -DTF_HAVE_ONEDNN
+endif
 
 if HAVE_OPENBLAS
 # The sources are compiled once, into a convenience library that the plugin,
@@ -107,6 +111,14 @@ tests_test_backend_cpu_threads_CPPFLAGS = $(TEST_CPPFLAGS) $(BACKEND_CPU_CPPFLAG
 tests_test_backend_cpu_threads_CFLAGS = $(AM_CFLAGS) $(BACKEND_CPU_CFLAGS)
 tests_test_backend_cpu_threads_LDADD = $(BACKEND_CPU_LIB) $(TEST_LDADD) $(BACKEND_CPU_LIBS)
 TESTS += tests/test_backend_cpu_threads
+# bf16 GEMMs (gemm_bf16.c): against bf16-rounded references where this CPU
+# and build have them, the refusal everywhere
+check_PROGRAMS += tests/test_backend_cpu_bf16
+tests_test_backend_cpu_bf16_SOURCES = tests/test_backend_cpu_bf16.c
+tests_test_backend_cpu_bf16_CPPFLAGS = $(TEST_CPPFLAGS) $(BACKEND_CPU_CPPFLAGS)
+tests_test_backend_cpu_bf16_CFLAGS = $(AM_CFLAGS) $(BACKEND_CPU_CFLAGS)
+tests_test_backend_cpu_bf16_LDADD = $(BACKEND_CPU_LIB) $(TEST_LDADD) $(BACKEND_CPU_LIBS)
+TESTS += tests/test_backend_cpu_bf16
 endif
 
 # Runs one op on inputs from files, for tests/ref/backend_cpu_vs_torch.py.

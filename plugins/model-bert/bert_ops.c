@@ -37,9 +37,11 @@ tf_status bert_gemm(tf_model *m, const bert_mm *g, tf_gemm_epilogue ep, const fl
 tf_status bert_gemm_exact(tf_model *m, const bert_mm *g, tf_error *err)
 {
     /* A product with the identity is exact in fp32 arithmetic, and in f16/bf16
-     * inputs with fp32 accumulation; TF32 would round the f32 inputs. */
+     * inputs with fp32 accumulation; TF32, or bf16 GEMMs over f32 activations
+     * (backend-cpu), would round the f32 inputs. */
     tf_matmul_mode saved = m->mode;
-    if (m->mode == TF_MATMUL_TF32) m->mode = TF_MATMUL_FP32;
+    if (m->mode == TF_MATMUL_TF32 || (m->dt == TF_DTYPE_F32 && m->mode != TF_MATMUL_FP32))
+        m->mode = TF_MATMUL_FP32;
     tf_status st = bert_gemm(m, g, TF_EPILOGUE_NONE, NULL, NULL, err);
     m->mode = saved;
     return st;

@@ -6,3 +6,13 @@ plugins_precision_bf16_tfcore_precision_bf16_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(to
 plugins_precision_bf16_tfcore_precision_bf16_la_LDFLAGS = $(PLUGIN_LDFLAGS)
 plugins_precision_bf16_tfcore_precision_bf16_la_LIBADD = $(PLUGIN_LIBADD)
 EXTRA_DIST += plugins/precision-bf16/README.md
+
+# precision bf16 on backend-cpu (bf16 GEMMs through oneDNN) against
+# transformers under torch.autocast("cpu", bfloat16); skips (77) where the
+# backend has no bf16 GEMMs. The driver is model-bert's.
+# tests/test_precision_bf16_cpu.sh: the quickstart and a bert-mini run in
+# bf16 converge to the fp32 losses.
+if HAVE_OPENBLAS
+TESTS += tests/ref/model_bert_bf16_vs_autocast.py tests/test_precision_bf16_cpu.sh
+endif
+EXTRA_DIST += tests/ref/model_bert_bf16_vs_autocast.py tests/test_precision_bf16_cpu.sh

@@ -305,9 +305,9 @@ START_TEST(test_attention_errors)
     d = ok, d.scale = INFINITY;
     ASSERT_ERR(vt->attention_fwd(be, NULL, &d, buf, NULL, buf, NULL, false, &err),
                TF_ERR_RUNTIME, "scale must be finite");
-    d = ok, d.mode = TF_MATMUL_BF16;
+    d = ok, d.mode = TF_MATMUL_TF32;
     ASSERT_ERR(vt->attention_fwd(be, NULL, &d, buf, NULL, buf, NULL, false, &err),
-               TF_ERR_PLUGIN, "matmul mode 3 is not supported");
+               TF_ERR_PLUGIN, "matmul mode 1 is not supported");
     d = ok, d.dtype = TF_DTYPE_F16;
     ASSERT_ERR(vt->attention_bwd(be, NULL, &d, buf, NULL, buf, buf, buf, buf, &err),
                TF_ERR_PLUGIN, "qkv dtype F16");
