@@ -73,8 +73,8 @@ if [ "$do_build" = 1 ]; then
         [ -x "$nvcc" ] || die "no nvcc (PATH, /usr/local/cuda/bin): the bundle needs backend-cuda"
         [ -x "$top/configure" ] || (cd "$top" && ./autogen.sh)
         mkdir -p "$build"
-        echo "$me: configuring $build (CUDA_ARCHS=90, --without-mpi, --without-curl, --without-libarchive)"
-        (cd "$build" && "$top/configure" -q --with-cuda --without-mpi --without-curl --without-libarchive CUDA_ARCHS=90) \
+        echo "$me: configuring $build (CUDA_ARCHS=90, --without-mpi, --without-curl, --without-libarchive, --without-onednn)"
+        (cd "$build" && "$top/configure" -q --with-cuda --without-mpi --without-curl --without-libarchive --without-onednn CUDA_ARCHS=90) \
             || die "configure failed (see $build/config.log)"
     fi
     echo "$me: building in $build"

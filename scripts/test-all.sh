@@ -44,7 +44,7 @@ FUZZ_OUT="$top/build-asan/fuzz-out" "$top/scripts/fuzz.sh" "${FUZZ_SECONDS:-15}"
 step "backend-cuda, comm-nccl and 16-bit on emulated GPUs (build-emu/)"
 "$top/scripts/test-emulated-gpu.sh" "$top/build-emu" || exit 1
 
-step "GPU bundle: scripts/gpu-bundle.sh (CUDA_ARCHS=90, --without-mpi --without-curl --without-libarchive) moved and run without a GPU"
+step "GPU bundle: scripts/gpu-bundle.sh (CUDA_ARCHS=90, --without-mpi --without-curl --without-libarchive --without-onednn) moved and run without a GPU"
 if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
     JOBS="$jobs" "$top/scripts/gpu-bundle.sh" "$top/build-gpu/gpu-bundle" && \
         GPU_BUNDLE="$top/build-gpu/gpu-bundle" top_builddir="$top/build" top_srcdir="$top" \
