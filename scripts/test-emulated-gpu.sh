@@ -3,7 +3,8 @@
 # and the 16-bit precisions executed on the host through the test-only CUDA
 # emulation, as CI runs it. Builds with scripts/build-cuda-emu.sh into
 # DIR (default build-emu/), DIR-address (AddressSanitizer + UBSan) and
-# DIR-thread (ThreadSanitizer), then runs, in each of the three:
+# DIR-thread (ThreadSanitizer), then runs, in the plain and address trees
+# (the thread tree: 1, 2 and one training run, see queue_tree below):
 #   1. the emulation's own tests (tests/cuda-emu/test_*);
 #   2. the backend-cuda op suites against backend-cpu (tests/test_backend_cuda.c,
 #      tests/test_backend_cuda_attention.c: every op, f32/tf32/f16/bf16, odd
@@ -16,7 +17,7 @@
 #   5. every tests/cuda-emu/run_*.sh (the multi-rank cases, fp16 loss scaling
 #      on injected overflows, a stalled rank, two network namespaces).
 # Sanitizer runs prove memory safety and stream ordering, not numerics, so
-# they run every case on smaller sizes (TF_TEST_SMALL=2, read by the op
+# they run their cases on smaller sizes (TF_TEST_SMALL=2, read by the op
 # suites and the run_*.sh scripts, and 2 training steps instead of 30); the
 # plain build keeps the full sizes and the numeric checks. What each size
 # level keeps is in tests/cuda-emu/README.md.
