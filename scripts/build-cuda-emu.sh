@@ -17,7 +17,8 @@
 # runs on N emulated GPUs. Nothing here is installed or shipped.
 #
 # Usage: scripts/build-cuda-emu.sh [--san=thread|address] DIR
-#        (or SAN=thread|address in the environment). A sanitizer build
+#        (or SAN=thread|address in the environment; address is
+#        AddressSanitizer + UndefinedBehaviorSanitizer). A sanitizer build
 # instruments everything, the normal tree included (a sanitized plugin needs a
 # sanitized process). JOBS (default 2) sets make's parallelism.
 set -euo pipefail
@@ -27,7 +28,7 @@ dir=""
 for a in "$@"; do
     case "$a" in
     --san=*) san="${a#--san=}" ;;
-    -h | --help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,23p' "$0"; exit 0 ;;
     -*) echo "build-cuda-emu.sh: unknown option $a" >&2; exit 2 ;;
     *) dir="$a" ;;
     esac
@@ -36,7 +37,9 @@ done
 case "$san" in
 "") sanflags=""; opt="-O2" ;;
 thread) sanflags="-fsanitize=thread"; opt="-O1" ;;
-address) sanflags="-fsanitize=address -fno-omit-frame-pointer"; opt="-O1" ;;
+# address: AddressSanitizer and UBSan together (UB aborts, as in test-all.sh's
+# ASan build)
+address) sanflags="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"; opt="-O1" ;;
 *) echo "build-cuda-emu.sh: SAN must be thread or address, not '$san'" >&2; exit 2 ;;
 esac
 mkdir -p "$dir"

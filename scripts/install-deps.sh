@@ -41,6 +41,7 @@ packages=(
     check libsubunit-dev # unit tests (make check)
     clang                # fuzz targets (libFuzzer) and sanitizer builds
     patchelf             # scripts/gpu-bundle.sh: $ORIGIN-relative rpaths in the relocatable bundle
+    time                 # /usr/bin/time: scripts/test-emulated-gpu.sh reports each case's CPU seconds
 )
 if [ "$want_python" = 1 ]; then
     packages+=(python3 python3-venv python3-torch)  # the reference tests' torch (CPU build)

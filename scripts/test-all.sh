@@ -3,8 +3,10 @@
 #   1. build in build/ and `make check` (unit tests, shell tests, and the
 #      reference tests against torch / transformers / tokenizers);
 #   2. the same unit tests built with AddressSanitizer + UBSan (build-asan/);
-#   3. every fuzz target for a short run (libFuzzer + ASan + UBSan);
-#   4. the emulated-GPU suite (scripts/test-emulated-gpu.sh, build-emu*/);
+#   3. every fuzz target for a short run (libFuzzer + ASan + UBSan; libtfcore
+#      compiled once, two targets fuzzing at a time, each for the full time);
+#   4. the emulated-GPU suite (scripts/test-emulated-gpu.sh, build-emu*/):
+#      every case plain, under ASan + UBSan and under TSan, two at a time;
 #   5. the GPU bundle (docs/GPU.md) built, moved and checked, where nvcc is;
 #   6. `make distcheck` (the tarball builds and passes its tests out of tree).
 # Usage: scripts/test-all.sh [--quick]   (--quick: step 1 only)
@@ -20,14 +22,36 @@ quick=0
 export TFCORE_PYTHON="${TFCORE_PYTHON:-$("$top/scripts/setup-python.sh" | tail -n 1)}"
 [ -x "$top/configure" ] || "$top/autogen.sh"
 
-step() { printf '\n=== %s\n' "$*"; }
+# Each step ends with its wall and CPU seconds (the CPU of every process it
+# waited for), so a slow CI run says which step grew.
+# (`times` runs in this shell, not in a $(...) subshell, which has no children)
+times_file="$(mktemp)"
+trap 'rm -f "$times_file"' EXIT
+cpu_now() {
+    times >"$times_file"
+    step_cpu=$(tail -n 1 "$times_file" | awk '{ s = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); s += a[1] * 60 + a[2] } printf "%.0f", s }')
+}
+step_name=""
+step_done() {
+    [ -n "$step_name" ] || return 0
+    cpu_now
+    printf '=== %s: %s s, %s s CPU\n' "$step_name" "$(($(date +%s) - step_t0))" "$((step_cpu - step_cpu0))"
+    step_name=""
+}
+step() {
+    step_done
+    printf '\n=== %s\n' "$*"
+    step_name="${*%% (*}" step_t0=$(date +%s)
+    cpu_now
+    step_cpu0=$step_cpu
+}
 
 step "build and make check (build/)"
 mkdir -p build
 (cd build && { [ -f Makefile ] || ../configure -q; } && make -s -j"$jobs" && \
     TFCORE_REQUIRE_REF=1 make -s -j"$jobs" check) \
     || { cat build/test-suite.log 2>/dev/null | tail -80; exit 1; }
-[ "$quick" = 1 ] && exit 0
+[ "$quick" = 1 ] && { step_done; exit 0; }
 
 step "unit tests under AddressSanitizer + UBSan (build-asan/)"
 mkdir -p build-asan
@@ -56,5 +80,6 @@ fi
 step "make distcheck"
 (cd build && TFCORE_SKIP_REF=1 make -s -j"$jobs" distcheck DISTCHECK_CONFIGURE_FLAGS=--without-cuda) \
     || exit 1
+step_done
 echo
 echo "test-all.sh: every step passed"

@@ -91,6 +91,20 @@ static double tol_of(const combo *c)
 
 static size_t esize(tf_dtype dt) { return tf_dtype_size(dt); }
 
+/* TF_TEST_SMALL: unset (a GPU), 1 (the CUDA emulation, where the largest
+ * shapes cost minutes: sequences up to 128), 2 (the emulation under
+ * ThreadSanitizer, which sees only what crosses host threads, not the
+ * kernels' tiles: every kernel, dtype, head-dim class, mask and dropout mode,
+ * alignment and error path still runs, on the smallest shapes that choose
+ * them). Sizes other than these are the same in every mode. */
+static int small_level(void)
+{
+    const char *s = getenv("TF_TEST_SMALL");
+    return s && (*s == '1' || *s == '2') ? *s - '0' : 0;
+}
+/* n where the sizes are full or the emulation's, tiny under level 2 */
+static int unless_tiny(int n, int tiny) { return small_level() >= 2 ? tiny : n; }
+
 static void fill(float *x, size_t n, float lo, float hi, tf_dtype dt)
 {
     for (size_t i = 0; i < n; i++) x[i] = tf_test_frand(lo, hi);
@@ -456,9 +470,10 @@ static void att_suite_for(const combo *k)
     const int seqs[] = {1, 7, 128, 512}, dims[] = {32, 64}, masks[] = {0, 2};
     const float ps[] = {0.0f, 0.1f};
     /* TF_TEST_SMALL=1 (the CUDA emulation, where 512 costs minutes): up to
-     * 128, still two key tiles and a partial one in the holes case below */
-    const char *small = getenv("TF_TEST_SMALL");
-    size_t nseq = small && *small == '1' ? 3 : 4;
+     * 128, still two key tiles and a partial one in the holes case below;
+     * 2: 1 and 7 (every kernel still launched; its tiles are not what
+     * ThreadSanitizer checks) */
+    size_t nseq = (size_t)(4 - small_level());
     for (size_t si = 0; si < nseq; si++)
         for (size_t di = 0; di < 2; di++)
             for (size_t mi = 0; mi < 2; mi++)
@@ -467,7 +482,7 @@ static void att_suite_for(const combo *k)
                     att_check(k, &c, 0);
                 }
     /* holes inside the sequence, and more heads than one block row of tiles */
-    att_case holes = {2, 130, 3, 64, 3, 0.1f, true};
+    att_case holes = {2, unless_tiny(130, 20), 3, 64, 3, 0.1f, true};
     att_check(k, &holes, 0);
 }
 
@@ -505,10 +520,10 @@ START_TEST(test_attention_head_dims)
         const combo *k = &COMBOS[ki];
         if (!supported(k)) continue;
         for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++) {
-            att_case c = {2, 77, 2, dims[di], 2, 0.1f, true};
+            att_case c = {2, unless_tiny(77, 9), 2, dims[di], 2, 0.1f, true};
             att_check(k, &c, 0);
         }
-        att_case c = {2, 77, 2, 64, 1, 0.1f, true};
+        att_case c = {2, unless_tiny(77, 9), 2, 64, 1, 0.1f, true};
         att_check(k, &c, 1);
     }
 }
@@ -520,7 +535,7 @@ START_TEST(test_attention_eval)
     for (size_t ki = 0; ki < NCOMBOS; ki++) {
         const combo *k = &COMBOS[ki];
         if (!supported(k)) continue;
-        att_case c = {3, 100, 2, 64, 1, 0.1f, false};
+        att_case c = {3, unless_tiny(100, 9), 2, 64, 1, 0.1f, false};
         att_check(k, &c, 0);
     }
 }
@@ -532,7 +547,7 @@ START_TEST(test_attention_deterministic)
     for (size_t ki = 0; ki < NCOMBOS; ki++) {
         const combo *k = &COMBOS[ki];
         if (!supported(k)) continue;
-        att_case c = {2, 200, 3, 64, 3, 0.1f, true};
+        att_case c = {2, unless_tiny(200, 16), 3, 64, 3, 0.1f, true};
         size_t H = (size_t)c.heads * c.D, nq = (size_t)c.B * c.S * 3 * H,
                no = (size_t)c.B * c.S * H;
         float *qkv = fnew(nq), *dout = fnew(no);
@@ -863,14 +878,14 @@ START_TEST(test_layernorm)
         for (size_t ci = 0; ci < sizeof cols / sizeof cols[0]; ci++)
             for (int r = 0; r < 2; r++)
                 for (int a = 0; a < 2; a++) {
-                    ln_case c = {cols[ci] > 4096 ? 3 : 33, cols[ci], r != 0, a != 0, 0};
+                    ln_case c = {cols[ci] > 4096 ? 3 : unless_tiny(33, 3), cols[ci], r != 0, a != 0, 0};
                     ln_check(k, &c);
                 }
         ln_case unaligned = {17, 768, true, true, 1};
         ln_check(k, &unaligned);
         ln_case one_row = {1, 768, false, false, 0};
         ln_check(k, &one_row);
-        ln_case many_rows = {1500, 256, true, false, 0}; /* several dgamma row groups */
+        ln_case many_rows = {unless_tiny(1500, 300), 256, true, false, 0}; /* several dgamma row groups */
         ln_check(k, &many_rows);
     }
 }
@@ -947,7 +962,7 @@ START_TEST(test_layernorm_deterministic)
         const combo *k = &ACTS[ki];
         if (!supported(k)) continue;
         tf_dtype dt = k->dt;
-        const int rows = 2048, cols = 768;
+        const int rows = unless_tiny(2048, 64), cols = 768;
         size_t n = (size_t)rows * cols;
         float *x = fnew(n), *dy = fnew(n), *gamma = fnew(cols), *beta = fnew(cols);
         fill(x, n, -1.0f, 1.0f, dt);
@@ -1097,7 +1112,7 @@ START_TEST(test_cross_entropy)
 {
     /* IMDB (2), SQuAD positions (384), MLM (30522) */
     const int classes[] = {2, 384, 30522};
-    const int rows[] = {0, 1, 37};
+    const int rows[] = {0, 1, unless_tiny(37, 5)};
     for (size_t ki = 0; ki < NACTS; ki++) {
         const combo *k = &ACTS[ki];
         if (!supported(k)) continue;
@@ -1118,7 +1133,7 @@ START_TEST(test_cross_entropy)
         /* label smoothing (cross_entropy_ex), against backend-cpu's */
         for (size_t ci = 0; ci < 3; ci++)
             for (int ig = 0; ig < 3; ig++) {
-                ce_case sm = {37, classes[ci], classes[ci], ig, true, false, 0.1f};
+                ce_case sm = {rows[2], classes[ci], classes[ci], ig, true, false, 0.1f};
                 ce_check(k, &sm);
             }
         ce_case sm_alias = {20, 1000, 1000, 1, true, true, 0.5f};
@@ -1134,7 +1149,7 @@ START_TEST(test_cross_entropy_deterministic)
     for (size_t ki = 0; ki < NACTS; ki++) {
         const combo *k = &ACTS[ki];
         if (!supported(k)) continue;
-        const int rows = 4096, classes = 384;
+        const int rows = unless_tiny(4096, 64), classes = 384;
         size_t n = (size_t)rows * classes;
         float *x = fnew(n);
         fill(x, n, -6.0f, 6.0f, k->dt);

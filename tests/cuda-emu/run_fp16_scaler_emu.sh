@@ -27,6 +27,9 @@
 # code with other factors: tests/test_precision.c checks it step by step.
 # Every case prints `PASS: name` or `FAIL: name`; exits 1 when one failed.
 #
+# TF_TEST_SMALL=2 (the sanitizer builds): bert-tiny with a 2048-token
+# vocabulary.
+#
 # Usage: tests/cuda-emu/run_fp16_scaler_emu.sh DIR (what
 # scripts/build-cuda-emu.sh DIR filled).
 set -u
@@ -47,9 +50,11 @@ trap '[ -n "${KEEP:-}" ] || rm -rf "$tmp"' EXIT
 fail=0
 
 # cfg NAME PER_DEVICE [COMM_SECTION]: global batch 8, 6 steps, a checkpoint each
+vocab=""
+[ "${TF_TEST_SMALL:-}" = 2 ] && vocab="vocab_size = 2048;"
 cfg() {
     cat >"$tmp/$1.cfg" <<CFG
-model = { plugin = "bert"; preset = "bert-tiny"; task = "classification"; num_labels = 2;
+model = { plugin = "bert"; preset = "bert-tiny"; task = "classification"; num_labels = 2; $vocab
           max_position_embeddings = 32; };
 data = { plugin = "synthetic"; task = "classification"; num_labels = 2; seq_len = 16;
          num_examples = 64; eval_examples = 0; learnable = true; };

@@ -12,6 +12,9 @@
 # Prints `PASS: name` / `FAIL: name`; a `SKIP:` line (exit 0) where network
 # namespaces cannot be made (not root, no iproute2).
 #
+# TF_TEST_SMALL=2 (the sanitizer builds): bert-tiny with a 2048-token
+# vocabulary and 16-token sequences; the sanitizers' options reach both ranks.
+#
 # Usage: tests/cuda-emu/run_netns_emu.sh DIR (or TFCORE_EMU_DIR=DIR), DIR
 # being what scripts/build-cuda-emu.sh DIR filled.
 set -u
@@ -52,11 +55,18 @@ bad() { # NAME [FILE]: the case failed; show the end of its output
     fail=1
 }
 # cfg NAME PER_DEVICE BACKEND [COMM_SECTION]: bert-tiny without dropout
+vocab="" seq=32
+[ "${TF_TEST_SMALL:-}" = 2 ] && vocab="vocab_size = 2048;" seq=16
+# the sanitizers' options (their log_path) for the ranks mpirun starts
+san_env=""
+for v in TSAN_OPTIONS ASAN_OPTIONS UBSAN_OPTIONS; do
+    eval "[ -n \"\${$v:-}\" ]" && san_env="$san_env -x $v"
+done
 cfg() {
     cat >"$tmp/$1.cfg" <<CFG
-model = { plugin = "bert"; preset = "bert-tiny"; task = "classification"; num_labels = 2;
+model = { plugin = "bert"; preset = "bert-tiny"; task = "classification"; num_labels = 2; $vocab
           max_position_embeddings = 64; hidden_dropout_prob = 0.0; attention_probs_dropout_prob = 0.0; };
-data = { plugin = "synthetic"; task = "classification"; num_labels = 2; seq_len = 32;
+data = { plugin = "synthetic"; task = "classification"; num_labels = 2; seq_len = $seq;
          num_examples = 96; eval_examples = 0; learnable = true; };
 backend = { plugin = "$3"; };
 training = { output_dir = "$tmp/$1"; max_steps = 3; per_device_train_batch_size = $2;
@@ -73,10 +83,10 @@ else bad "base: one worker on backend-cpu" "$tmp/base.out"; fi
 # the ranks are started by mpirun itself (as a batch system would): tfcore
 # runs as the rank its environment names and starts no mpirun of its own
 cfg nccl2 8 cuda 'comm = { plugin = "nccl"; world_size = 2; bucket_mb = 0.25; bootstrap = "mpi"; };'
-# shellcheck disable=SC2086 # NETNS_MPIRUN_ARGS is a list of words
+# shellcheck disable=SC2086 # NETNS_MPIRUN_ARGS and san_env are lists of words
 if timeout 300 ip netns exec "$NETNS_HOST_NS_0" mpirun -np 2 --allow-run-as-root --host "$h0:1,$h1:1" \
     $NETNS_MPIRUN_ARGS --display-map -x TFCORE_PLUGIN_PATH -x TFCORE_EMU_DEVICES -x TFCORE_EMU_NCCL_TIMEOUT_S \
-    "$tfcore" train -c "$tmp/nccl2.cfg" >"$tmp/nccl2.out" 2>&1; then
+    $san_env "$tfcore" train -c "$tmp/nccl2.cfg" >"$tmp/nccl2.out" 2>&1; then
     if ! grep -q "Data for node: $h1.*Num procs: 1\$" "$tmp/nccl2.out"; then
         bad "nccl2 across hosts: mpirun's map does not show a rank on $h1" "$tmp/nccl2.out"
     elif out=$("$diff_tool" "$tmp/base/model.safetensors" "$tmp/nccl2/model.safetensors" 1e-5 2>&1); then

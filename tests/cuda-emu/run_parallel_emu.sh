@@ -20,6 +20,11 @@
 # Every case prints `PASS: name` or `FAIL: name` (with the tail of its
 # output); the script exits 1 when one failed.
 #
+# TF_TEST_SMALL=2 (the sanitizer builds): the same cases on bert-tiny with a
+# 2048-token vocabulary and 16-token sequences (every kernel, collective and
+# stream wait of the full size runs; the embedding tables are 15 times
+# smaller).
+#
 # Usage: tests/cuda-emu/run_parallel_emu.sh DIR (or TFCORE_EMU_DIR=DIR), DIR
 # being what scripts/build-cuda-emu.sh DIR filled: the emulated plugins, the
 # comm-nccl driver, and the normal tree in DIR/build (tfcore, the CPU
@@ -66,11 +71,13 @@ bad() { # NAME [FILE...]: the case failed; show the end of its output
 
 # cfg NAME PER_DEVICE BACKEND [COMM_SECTION]: bert-tiny without dropout (as
 # tests/test_parallel.sh, on the given backend)
+vocab="" seq=32
+[ "${TF_TEST_SMALL:-}" = 2 ] && vocab="vocab_size = 2048;" seq=16
 cfg() {
     cat >"$tmp/$1.cfg" <<CFG
-model = { plugin = "bert"; preset = "bert-tiny"; task = "classification"; num_labels = 2;
+model = { plugin = "bert"; preset = "bert-tiny"; task = "classification"; num_labels = 2; $vocab
           max_position_embeddings = 64; hidden_dropout_prob = 0.0; attention_probs_dropout_prob = 0.0; };
-data = { plugin = "synthetic"; task = "classification"; num_labels = 2; seq_len = 32;
+data = { plugin = "synthetic"; task = "classification"; num_labels = 2; seq_len = $seq;
          num_examples = ${EXAMPLES:-96}; eval_examples = ${EVAL_EXAMPLES:-0}; learnable = true; };
 backend = { plugin = "$3"; };
 training = { output_dir = "$tmp/$1"; max_steps = ${STEPS:-3}; per_device_train_batch_size = $2;

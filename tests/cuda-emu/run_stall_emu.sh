@@ -9,6 +9,11 @@
 # dp-master on the CPU), and leave no worker running.
 # Prints `PASS: name` or `FAIL: name`; exits 1 when it failed.
 #
+# TF_TEST_SMALL=2 (the sanitizer builds): bert-tiny with a 2048-token
+# vocabulary and 16-token sequences. TFCORE_EMU_STALL_TIMEOUT_S sets
+# comm.timeout_s (default 60; the suite gives ThreadSanitizer 150, where a
+# step's queued backward takes tens of seconds).
+#
 # Usage: tests/cuda-emu/run_stall_emu.sh DIR (or TFCORE_EMU_DIR=DIR), DIR
 # being what scripts/build-cuda-emu.sh DIR filled.
 set -u
@@ -24,19 +29,21 @@ case ":${TFCORE_PLUGIN_PATH:-}:" in
 *) export TFCORE_PLUGIN_PATH="$emu${TFCORE_PLUGIN_PATH:+:$TFCORE_PLUGIN_PATH}" ;;
 esac
 export TFCORE_EMU_DEVICES=2
-# the NCCL stand-in's own no-progress error comes far later than comm.timeout_s
-export TFCORE_EMU_NCCL_TIMEOUT_S=120
 tmp=$(mktemp -d /tmp/tfcore-emu-stall-XXXXXX)
 cleanup() {
     for p in $(pgrep -f "$tmp/" 2>/dev/null); do kill -CONT "$p" 2>/dev/null; kill -9 "$p" 2>/dev/null; done
     [ -n "${KEEP:-}" ] || rm -rf "$tmp"
 }
 trap cleanup EXIT
-TIMEOUT=60
+TIMEOUT=${TFCORE_EMU_STALL_TIMEOUT_S:-60}
+# the NCCL stand-in's own no-progress error comes far later than comm.timeout_s
+export TFCORE_EMU_NCCL_TIMEOUT_S=$((TIMEOUT + 60))
+vocab="" seq=32
+[ "${TF_TEST_SMALL:-}" = 2 ] && vocab="vocab_size = 2048;" seq=16
 cat >"$tmp/stall.cfg" <<CFG
-model = { plugin = "bert"; preset = "bert-tiny"; task = "classification"; num_labels = 2;
+model = { plugin = "bert"; preset = "bert-tiny"; task = "classification"; num_labels = 2; $vocab
           max_position_embeddings = 64; };
-data = { plugin = "synthetic"; task = "classification"; num_labels = 2; seq_len = 32;
+data = { plugin = "synthetic"; task = "classification"; num_labels = 2; seq_len = $seq;
          num_examples = 96; eval_examples = 0; learnable = true; };
 backend = { plugin = "cuda"; };
 training = { output_dir = "$tmp/stall"; max_steps = 100000; per_device_train_batch_size = 8;
@@ -45,7 +52,7 @@ training = { output_dir = "$tmp/stall"; max_steps = 100000; per_device_train_bat
 comm = { plugin = "nccl"; world_size = 2; timeout_s = $TIMEOUT; };
 CFG
 t_start=$(date +%s)
-timeout -k 5 300 "$tfcore" -c "$tmp/stall.cfg" >"$tmp/stall.out" 2>&1 &
+timeout -k 5 $((TIMEOUT + 240)) "$tfcore" -c "$tmp/stall.cfg" >"$tmp/stall.out" 2>&1 &
 job=$!
 victim=""
 i=0

@@ -28,6 +28,9 @@ the model's logits through LabelSmoother (loss, every gradient, 10 steps),
 and its QA model refuses ε > 0 with one line.
 
 TFCORE_REF_MINILM=0 leaves the MiniLM case out (the emulated-GPU suite does).
+TFCORE_REF_STEPS=N takes N AdamW steps instead of 10 (the emulated-GPU
+suite's sanitizer builds take 2: every kernel of a step and the optimizer run,
+at a fifth of the cost).
 Prints the worst relative error of each kind, then
 "model_bert_vs_hf: N passed, M failed"; exit 0 / 1 (77: skipped).
 """
@@ -62,7 +65,7 @@ try:
 except ImportError:
     pass
 
-STEPS = 10
+STEPS = int(os.environ.get("TFCORE_REF_STEPS") or 10)
 LR = 1e-3
 WD = 0.01
 
