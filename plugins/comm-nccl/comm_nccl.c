@@ -133,18 +133,25 @@ static void abort_local(tf_comm *c, const char *why)
 
 /* Aborted by abort(), a failed peer (launcher's flag), or an asynchronous
  * NCCL error (a peer died, the network failed): then abort and say so. */
+/* A peer's failure published in the launcher's shared region: stop with its
+ * reason (true), abort included. */
+static bool peer_failed(tf_comm *c, const char *what, tf_error *err)
+{
+    int who = -1;
+    char why[TF_ERROR_MSG_MAX];
+    if (c->boot.kind != NCCL_BOOT_LAUNCHER || !nccl_shared_failed(c->boot.shared, &who, why, sizeof why) ||
+        who == c->rank)
+        return false;
+    tf_error_set(err, TF_ERR_RUNTIME, "comm-nccl: rank %d: %s stopped: rank %d failed: %s", c->rank, what, who,
+                 why);
+    abort_local(c, err->msg);
+    return true;
+}
+
 static tf_status check_health(tf_comm *c, const char *what, tf_error *err)
 {
     if (atomic_load(&c->aborted)) return aborted_error(c, err, what);
-    int who = -1;
-    char why[TF_ERROR_MSG_MAX];
-    if (c->boot.kind == NCCL_BOOT_LAUNCHER && nccl_shared_failed(c->boot.shared, &who, why, sizeof why) &&
-        who != c->rank) {
-        tf_error_set(err, TF_ERR_RUNTIME, "comm-nccl: rank %d: %s stopped: rank %d failed: %s",
-                     c->rank, what, who, why);
-        abort_local(c, err->msg);
-        return TF_ERR_RUNTIME;
-    }
+    if (peer_failed(c, what, err)) return TF_ERR_RUNTIME;
     ncclResult_t async = ncclSuccess, r = ncclSuccess;
     char last[512] = "";
     pthread_mutex_lock(&c->lock);
@@ -156,6 +163,10 @@ static tf_status check_health(tf_comm *c, const char *what, tf_error *err)
     pthread_mutex_unlock(&c->lock);
     if (r != ncclSuccess) return nccl_fail(c, err, what, "ncclCommGetAsyncError", r, last);
     if (async != ncclSuccess && async != ncclInProgress) {
+        /* a peer that fails publishes its reason before it aborts the
+         * communicator: if its abort is what broke the collective, its reason
+         * may have arrived since the check above */
+        if (peer_failed(c, what, err)) return TF_ERR_RUNTIME;
         nccl_fail(c, err, what, "an earlier collective (asynchronous NCCL error)", async, last);
         if (c->boot.kind == NCCL_BOOT_LAUNCHER) nccl_shared_fail(c->boot.shared, c->rank, err->msg);
         abort_local(c, err->msg);
