@@ -206,7 +206,9 @@ tf_status tf_trainer_setup(tf_trainer *t, const tf_plan *plan, const tf_worker *
 
     t->mvt->buffers(t->model, &t->buf);
     tf_strategy_pick(t);
-    /* the moments cover what this rank steps: a ZeRO shard, else every parameter */
+    if (t->strategy == &tf_strategy_pipeline && (st = tf_pipeline_own_range(t, &t->opt_lo, &t->opt_n, err)))
+        return st;
+    /* the moments cover what this rank steps: a ZeRO shard, a pipeline stage, else every parameter */
     size_t mb = (t->strategy->sharded ? t->opt_n : t->buf.n) * sizeof(float);
     if (a->optim == TF_OPTIM_ADAFACTOR) {
         if ((st = tf_trainer_adafactor_setup(t, err))) return st;
