@@ -97,9 +97,9 @@ esac
 echo "$flat" | grep -q "\"utilisation\":\[$u,$u,$u,$u\],\"bubble\":\[$u,$u,$u,$u\],\"measured_bubble\":$u" && ok ||
     bad "p4_8_gpipe: results.json lacks 4 workers' utilisation and bubble in [0, 1)"
 # memory per worker (tfcore.pipeline.memory_bytes): a stage's AdamW moments
-# cover its own parameters only (2 x 4 bytes each, the count its log line
-# gives), the stages' add up to one worker's, and each replica of a stage
-# holds the same; parameters and gradients stay whole (one worker's)
+# and gradients cover its own parameters only (2 x 4 and 4 bytes each, the
+# count its log line gives), the stages' add up to one worker's, and each
+# replica of a stage holds the same; the parameters stay whole (one worker's)
 mem_check() { # NAME BASE STAGES REPLICAS [MAX_SHARE]: MAX_SHARE bounds the largest stage's share of the moments
     python3 - "$tmp/$1" "$tmp/$2" "$3" "$4" "${5:-1}" <<'PY' && ok || bad "$1: tfcore.pipeline.memory_bytes wrong (above)"
 import json, re, sys
@@ -115,10 +115,13 @@ opt = [m["optimizer_states"] for m in mem]
 for rank, m in enumerate(mem):
     assert m["optimizer_states"] == 8 * n[rank % S], (rank, m, n)
     assert m["optimizer_states"] == mem[rank % S]["optimizer_states"]
-    assert m["weights"] == whole["weights"] and m["gradients"] == whole["gradients"], (rank, m, whole)
+    assert m["gradients"] == 4 * n[rank % S], (rank, m, n)
+    assert m["weights"] == whole["weights"], (rank, m, whole)
 assert sum(opt[:S]) == whole["optimizer_states"], (opt, whole)
+assert sum(m["gradients"] for m in mem[:S]) == whole["gradients"], (mem, whole)
 assert max(opt) <= share * whole["optimizer_states"], (opt, whole, share)
-print("%s: optimizer_states per rank %s of %d whole" % (run, opt, whole["optimizer_states"]))
+print("%s: optimizer_states per rank %s of %d whole; gradients %s of %d" %
+      (run, opt, whole["optimizer_states"], [m["gradients"] for m in mem], whole["gradients"]))
 PY
 }
 mem_check p4_8_gpipe base 4 1
@@ -191,10 +194,10 @@ if "$tfcore" -c "$tmp/dry.cfg" --dry-run >"$tmp/dry.out" 2>&1 &&
     grep -q "^#   stage 0: layers 0..0 + embeddings" "$tmp/dry.out" &&
     grep -q "^#   stage 3: layers 3..3 + head" "$tmp/dry.out"; then ok; else
     bad "--dry-run does not print the partition and bubble"; cat "$tmp/dry.out" | tail -n 12; fi
-# and what each stage keeps: its own parameters' moments, the buffers whole
-# (bert-tiny with 4 layers: 36.05 MiB of moments)
-grep -q "^# each stage keeps the AdamW moments of its own parameters only" "$tmp/dry.out" &&
-    grep -Eq "^#   stage 1: layers 1..1, [0-9]+ parameters; keeps AdamW moments 1\.[0-9]+ MiB \(whole model: 36\.05 MiB\), parameters 18\.03 MiB and gradients 18\.03 MiB whole" "$tmp/dry.out" &&
+# and what each stage keeps: its own parameters' moments and gradients, the
+# parameters whole (bert-tiny with 4 layers: 36.05 MiB of moments)
+grep -q "^# each stage keeps the AdamW moments and the gradients of its own parameters only" "$tmp/dry.out" &&
+    grep -Eq "^#   stage 1: layers 1..1, [0-9]+ parameters; keeps AdamW moments 1\.[0-9]+ MiB and gradients 0\.[0-9]+ MiB \(whole model: 36\.05 and 18\.03 MiB\), parameters 18\.03 MiB whole" "$tmp/dry.out" &&
     ok || { bad "--dry-run does not say what each stage keeps"; grep "^#" "$tmp/dry.out"; }
 
 # --- 4. refused with one line ---------------------------------------------------

@@ -66,8 +66,12 @@ tf_status tf_pipeline_print_plan(const tf_plan *plan, FILE *out, tf_error *err)
                      "((S-1)/(M+S-1)); a stage holds at most %d micro-batches' boundary activations\n",
                 set->stages, set->micro_batches, tf_pipeline_schedule_name(set->schedule),
                 tf_pipeline_bubble(set->stages, set->micro_batches), sim.peak_in_flight);
-        fprintf(out, "# each stage keeps the AdamW moments of its own parameters only; the model's parameter and "
-                     "gradient buffers stay whole on every stage (evaluation runs the whole model)\n");
+        /* the model's own gradients (keep_stage_grads, ABI 1.5): known from its vtable alone */
+        const tf_model_vtable *mvt = plan->plugin[TF_KIND_MODEL]->desc->vtable;
+        bool own_grads = TF_HAS(mvt, keep_stage_grads);
+        fprintf(out, "# each stage keeps the AdamW moments%s of its own parameters only; the model's parameter "
+                     "buffer%s stays whole on every stage (evaluation runs the whole model)\n",
+                own_grads ? " and the gradients" : "", own_grads ? "" : " and gradient buffer (the model keeps no stage's alone)");
         tf_model_buffers b = {0};
         if (!by_hand) s.model.vt->buffers(s.model.h, &b);
         double mib = 4.0 / 1048576.0;
@@ -79,9 +83,10 @@ tf_status tf_pipeline_print_plan(const tf_plan *plan, FILE *out, tf_error *err)
             if (by_hand)
                 fprintf(out, " (pipeline.layers; checked against the model when the stages start)\n");
             else
-                fprintf(out, ", %zu parameters; keeps AdamW moments %.2f MiB (whole model: %.2f MiB), "
-                             "parameters %.2f MiB and gradients %.2f MiB whole\n",
-                        n, 2.0 * (double)n * mib, 2.0 * (double)b.n * mib, (double)b.n * mib, (double)b.n * mib);
+                fprintf(out, ", %zu parameters; keeps AdamW moments %.2f MiB and gradients %.2f MiB (whole model: "
+                             "%.2f and %.2f MiB), parameters %.2f MiB whole\n",
+                        n, 2.0 * (double)n * mib, (double)(own_grads ? n : b.n) * mib, 2.0 * (double)b.n * mib,
+                        (double)b.n * mib, (double)b.n * mib);
         }
     }
     tf_stack_close(&s);

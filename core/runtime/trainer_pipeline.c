@@ -17,11 +17,11 @@
  * schedules cannot deadlock (tf_pipeline_simulate checks them).
  *
  * Memory: the trainer's optimizer range (t->opt_lo, t->opt_n) is the stage's
- * own parameter range (tf_pipeline_own_range), so the AdamW moments hold
- * that range only; the model's flat parameter and gradient buffers stay
- * whole (the model owns them, and evaluation runs the whole model), but only
- * the stage's range of them is read by the optimizer step, unscaled,
- * clipped and all-reduced over the replicas. */
+ * own parameter range (tf_pipeline_own_state), so the AdamW moments hold
+ * that range only, and so do the gradients where the model keeps a stage's
+ * only (its keep_stage_grads, ABI 1.5; t->opt_grads). The model's flat
+ * parameter buffer stays whole: evaluation runs the whole model on every
+ * rank (tf_pipeline_gather before it). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,13 +126,18 @@ static tf_status alloc_act(tf_trainer *t, void **out, tf_error *err)
     return t->bvt->alloc(t->be, t->pipe->act_bytes, TF_MEM_DEVICE, out, err);
 }
 
-tf_status tf_pipeline_own_range(const tf_trainer *t, size_t *lo, size_t *n, tf_error *err)
+tf_status tf_pipeline_own_state(tf_trainer *t, tf_error *err)
 {
     const tf_pipeline_settings *set = &t->plan->pipeline;
     int first[TF_PIPELINE_MAX_STAGES + 1], stage = t->rank % set->stages;
     tf_status st = tf_pipeline_split(set, tf_config_section(t->plan->cfg, "pipeline"), t->mvt, t->model, first, err);
-    if (!st) t->mvt->stage_params(t->model, first[stage], first[stage + 1], lo, n);
-    return st;
+    if (st) return st;
+    t->mvt->stage_params(t->model, first[stage], first[stage + 1], &t->opt_lo, &t->opt_n);
+    t->opt_grads = t->buf.grads + t->opt_lo;
+    if (!TF_HAS(t->mvt, keep_stage_grads)) return TF_OK; /* a model before ABI 1.5: its gradients stay whole */
+    if ((st = t->mvt->keep_stage_grads(t->model, first[stage], first[stage + 1], &t->opt_grads, err))) return st;
+    t->mvt->buffers(t->model, &t->buf); /* grads is NULL now */
+    return TF_OK;
 }
 
 tf_status tf_pipeline_setup(tf_trainer *t, tf_error *err)
@@ -251,7 +256,7 @@ static void position(tf_trainer *t, tf_sampler *s, const micro *mb)
 static tf_status stage_allreduce(tf_trainer *t, tf_error *err)
 {
     tf_pipeline *p = t->pipe;
-    float *g = t->buf.grads + p->own_off[p->stage];
+    float *g = t->opt_grads; /* the stage's own range */
     size_t n = p->own_n[p->stage];
     tf_status st = TF_OK;
     if (p->replica > 0) {

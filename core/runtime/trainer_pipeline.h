@@ -16,11 +16,13 @@
 struct tf_trainer;
 typedef struct tf_pipeline tf_pipeline;
 
-/* This rank's stage's range [*lo, *lo + *n) of the model's flat parameter
- * buffer (the split tf_pipeline_setup makes): the trainer's optimizer range,
- * so the stage allocates, steps and checkpoints the AdamW moments of its own
- * parameters only. Before the comm plugin is up. */
-tf_status tf_pipeline_own_range(const struct tf_trainer *t, size_t *lo, size_t *n, tf_error *err);
+/* In setup, before the optimizer state is allocated: this rank's stage's
+ * range of the model's flat parameter buffer (the split tf_pipeline_setup
+ * makes) becomes the trainer's optimizer range (t->opt_lo, t->opt_n), so the
+ * stage allocates, steps and checkpoints the AdamW moments of its own
+ * parameters only; with a model that has keep_stage_grads (ABI 1.5) it keeps
+ * only their gradients too (t->opt_grads; t->buf.grads becomes NULL). */
+tf_status tf_pipeline_own_state(struct tf_trainer *t, tf_error *err);
 
 /* After the comm plugin is up (tf_trainer_comm_init): this rank's stage, the
  * split of the model's layers (pipeline.layers, or balanced by parameter

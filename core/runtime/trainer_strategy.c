@@ -143,6 +143,6 @@ static tf_status pipe_overflow(tf_trainer *t, bool *found_inf, tf_error *err)
 /* each stage holds its own parameters' gradients: the norm is over all stages */
 static tf_status pipe_norm(tf_trainer *t, double *sq, tf_error *err) { return tf_pipeline_sum(t, sq, 1, err); }
 
-/* sharded: a stage's optimizer range is its own parameters (tf_pipeline_own_range) */
+/* sharded: a stage's optimizer range is its own parameters (tf_pipeline_own_state) */
 const tf_strategy tf_strategy_pipeline = {"pipeline", false, true, no_init,   no_free,  no_hook,
                                           no_reduce,  pipe_overflow, pipe_norm, no_after};

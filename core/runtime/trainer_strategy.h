@@ -69,7 +69,7 @@ extern const tf_strategy tf_strategy_none, tf_strategy_ddp, tf_strategy_datapara
 
 /* The strategy for this worker (the comm plugin and comm.zero_stage), and
  * this rank's optimizer range, set on t before the optimizer state is
- * allocated (a pipeline stage's range is set by tf_pipeline_own_range after
+ * allocated (a pipeline stage's range is set by tf_pipeline_own_state after
  * it: it needs the split, which can fail). */
 void tf_strategy_pick(struct tf_trainer *t);
 
