@@ -18,7 +18,9 @@
 #    worker's; about 1/S each when the split balances);
 #  - --dry-run prints the partition, the expected bubble and what each stage keeps;
 #  - a comm plugin built for ABI 1.3 (comm-mpi cut before send/recv, tests/abi13)
-#    still loads and trains DDP to one worker's parameters;
+#    still loads and trains DDP to one worker's parameters; a model built for
+#    ABI 1.4 (model-bert without keep_stage_grads, tests/abi14) trains a
+#    pipeline to them, each stage keeping the whole gradient buffer;
 #  - a comm plugin without send/recv (ABI 1.3 and earlier) or a world size that
 #    is not a multiple of the stage count is refused with one line.
 # Skips (77) without the mpi comm plugin (no Open MPI).
@@ -100,10 +102,12 @@ echo "$flat" | grep -q "\"utilisation\":\[$u,$u,$u,$u\],\"bubble\":\[$u,$u,$u,$u
 # and gradients cover its own parameters only (2 x 4 and 4 bytes each, the
 # count its log line gives), the stages' add up to one worker's, and each
 # replica of a stage holds the same; the parameters stay whole (one worker's)
-mem_check() { # NAME BASE STAGES REPLICAS [MAX_SHARE]: MAX_SHARE bounds the largest stage's share of the moments
-    python3 - "$tmp/$1" "$tmp/$2" "$3" "$4" "${5:-1}" <<'PY' && ok || bad "$1: tfcore.pipeline.memory_bytes wrong (above)"
+mem_check() { # NAME BASE STAGES REPLICAS [MAX_SHARE [GRADS]]: MAX_SHARE bounds the largest stage's share
+    # of the moments; GRADS "whole": the model keeps every gradient (no keep_stage_grads)
+    python3 - "$tmp/$1" "$tmp/$2" "$3" "$4" "${5:-1}" "${6:-own}" <<'PY' && ok || bad "$1: tfcore.pipeline.memory_bytes wrong (above)"
 import json, re, sys
 run, base, S, D, share = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
+own_grads = sys.argv[6] == "own"
 whole = json.load(open(base + "/results.json"))["tfcore"]["memory_bytes"]
 r = json.load(open(run + "/results.json"))["tfcore"]
 mem = r["pipeline"]["memory_bytes"]
@@ -115,10 +119,10 @@ opt = [m["optimizer_states"] for m in mem]
 for rank, m in enumerate(mem):
     assert m["optimizer_states"] == 8 * n[rank % S], (rank, m, n)
     assert m["optimizer_states"] == mem[rank % S]["optimizer_states"]
-    assert m["gradients"] == 4 * n[rank % S], (rank, m, n)
+    assert m["gradients"] == (4 * n[rank % S] if own_grads else whole["gradients"]), (rank, m, n)
     assert m["weights"] == whole["weights"], (rank, m, whole)
 assert sum(opt[:S]) == whole["optimizer_states"], (opt, whole)
-assert sum(m["gradients"] for m in mem[:S]) == whole["gradients"], (mem, whole)
+assert not own_grads or sum(m["gradients"] for m in mem[:S]) == whole["gradients"], (mem, whole)
 assert max(opt) <= share * whole["optimizer_states"], (opt, whole, share)
 print("%s: optimizer_states per rank %s of %d whole; gradients %s of %d" %
       (run, opt, whole["optimizer_states"], [m["gradients"] for m in mem], whole["gradients"]))
@@ -222,6 +226,19 @@ pipeline = { stages = 2; };'
     refused pipe13 "a pipeline needs a comm plugin with point-to-point send and recv (plugin ABI 1.4); comm 'mpi13' (ABI 1.3) has none"
 else
     bad "tests/abi13/tfcore-comm-mpi13.so was not built"
+fi
+# a model built for ABI 1.4 (model-bert cut before keep_stage_grads,
+# tests/abi14): each stage keeps the whole gradient buffer, its own moments,
+# and trains to one worker's parameters
+if [ -f "$top_builddir/tests/abi14/.libs/tfcore-model-bert14.so" ]; then
+    export TFCORE_PLUGIN_PATH="$top_builddir/tests/abi14/.libs${TFCORE_PLUGIN_PATH:+:$TFCORE_PLUGIN_PATH}"
+    cfg p2_bert14 16 1 "$(pipe 2 4 1f1b)" && train p2_bert14 -o model.plugin='"bert14"' &&
+        same_params base p2_bert14 && mem_check p2_bert14 base 2 1 1 whole
+    "$tfcore" -c "$tmp/p2_bert14.cfg" -o model.plugin='"bert14"' --dry-run >"$tmp/p2_bert14_dry.out" 2>&1 &&
+        grep -q "^# each stage keeps the AdamW moments of its own parameters only; the model's parameter and gradient buffers stay whole" "$tmp/p2_bert14_dry.out" &&
+        ok || { bad "bert14: --dry-run does not say the gradients stay whole"; grep "^#" "$tmp/p2_bert14_dry.out"; }
+else
+    bad "tests/abi14/tfcore-model-bert14.so was not built"
 fi
 cfg badworld 16 1 'comm = { plugin = "mpi"; world_size = 3; };
 pipeline = { stages = 2; };'

@@ -69,9 +69,13 @@ tf_status tf_pipeline_print_plan(const tf_plan *plan, FILE *out, tf_error *err)
         /* the model's own gradients (keep_stage_grads, ABI 1.5): known from its vtable alone */
         const tf_model_vtable *mvt = plan->plugin[TF_KIND_MODEL]->desc->vtable;
         bool own_grads = TF_HAS(mvt, keep_stage_grads);
-        fprintf(out, "# each stage keeps the AdamW moments%s of its own parameters only; the model's parameter "
-                     "buffer%s stays whole on every stage (evaluation runs the whole model)\n",
-                own_grads ? " and the gradients" : "", own_grads ? "" : " and gradient buffer (the model keeps no stage's alone)");
+        if (own_grads)
+            fprintf(out, "# each stage keeps the AdamW moments and the gradients of its own parameters only; the "
+                         "model's parameter buffer stays whole on every stage (evaluation runs the whole model)\n");
+        else
+            fprintf(out, "# each stage keeps the AdamW moments of its own parameters only; the model's parameter and "
+                         "gradient buffers stay whole on every stage (evaluation runs the whole model; the model "
+                         "has no keep_stage_grads, ABI 1.5)\n");
         tf_model_buffers b = {0};
         if (!by_hand) s.model.vt->buffers(s.model.h, &b);
         double mib = 4.0 / 1048576.0;
