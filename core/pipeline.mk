@@ -20,7 +20,8 @@ endif
 
 # End to end under mpirun (skipped without the mpi comm plugin), with
 # comm-mpi cut to the ABI 1.3 vtable (tests/abi13/) for the refusal of a
-# comm plugin without send/recv.
+# comm plugin without send/recv, and model-bert cut to the ABI 1.4 vtable
+# (tests/abi14/) for a stage whose model keeps every gradient.
 TESTS += tests/test_pipeline_mpi.sh
 EXTRA_DIST += tests/test_pipeline_mpi.sh
 if HAVE_MPI
@@ -29,4 +30,10 @@ tests_abi13_tfcore_comm_mpi13_la_SOURCES = tests/abi13/comm_mpi_abi13.c
 tests_abi13_tfcore_comm_mpi13_la_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DCOMM_MPI_SO='"$(abs_top_builddir)/plugins/comm-mpi/.libs/tfcore-comm-mpi.so"'
 tests_abi13_tfcore_comm_mpi13_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
+# model-bert cut to the ABI 1.4 vtable (tests/abi14/): a stage keeps the whole gradient buffer
+check_LTLIBRARIES += tests/abi14/tfcore-model-bert14.la
+tests_abi14_tfcore_model_bert14_la_SOURCES = tests/abi14/model_bert_abi14.c
+tests_abi14_tfcore_model_bert14_la_CPPFLAGS = $(AM_CPPFLAGS) \
+	-DMODEL_BERT_SO='"$(abs_top_builddir)/plugins/model-bert/.libs/tfcore-model-bert.so"'
+tests_abi14_tfcore_model_bert14_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
 endif

@@ -158,6 +158,7 @@ SLOT_AT(tf_model_vtable, memory, 14);    /* 1.3 */
 SLOT_AT(tf_model_vtable, stage_params, 15);   /* 1.4 */
 SLOT_AT(tf_model_vtable, stage_forward, 16);  /* 1.4 */
 SLOT_AT(tf_model_vtable, stage_backward, 17); /* 1.4 */
+SLOT_AT(tf_model_vtable, keep_stage_grads, 18); /* 1.5 */
 _Static_assert(offsetof(tf_model_memory, size) == 0 && offsetof(tf_model_memory, weights) == 8 &&
                    offsetof(tf_model_memory, gradients) == 16 && offsetof(tf_model_memory, activations) == 24 &&
                    sizeof(tf_model_memory) == 32,

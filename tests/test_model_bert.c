@@ -1566,6 +1566,105 @@ START_TEST(pipeline_stages)
 }
 END_TEST
 
+/* ABI 1.5 keep_stage_grads: two models each keeping only its stage's
+ * gradients, chained as a pipeline's stages, get the whole model's
+ * gradients of their ranges bit for bit (dropout on, with and without
+ * gradient checkpointing); buffers() then has no whole gradient buffer,
+ * memory() counts the range, the backend holds less, zero_grad clears the
+ * range; misuse is refused with one line. */
+START_TEST(pipeline_stage_grads)
+{
+    if (!bk) return;
+    for (int ckpt = 0; ckpt < 2; ckpt++) {
+        const char *text = "model = { preset = \"bert-tiny\"; vocab_size = 11; hidden_size = 8;"
+                           " num_hidden_layers = 3; num_attention_heads = 2; intermediate_size = 16;"
+                           " max_position_embeddings = 8; hidden_dropout_prob = 0.3;"
+                           " attention_probs_dropout_prob = 0.3; };";
+        const int cut[3] = {0, 1, 3};
+        fixture f, s[2];
+        tf_error err = {0};
+        ck_assert_msg(create_model_ckpt(text, 4, 6, 9, false, &f, &err) == TF_OK, "%s", err.msg);
+        tf_model_buffers bf;
+        mv->buffers(f.m, &bf);
+        float *g[2];
+        size_t off[2], cnt[2];
+        for (int k = 0; k < 2; k++) {
+            ck_assert_msg(create_model_ckpt(text, 4, 6, 9, ckpt, &s[k], &err) == TF_OK, "%s", err.msg);
+            tf_backend_mem_info before, after;
+            bk->mem_info(s[k].be, &before);
+            mv->stage_params(s[k].m, cut[k], cut[k + 1], &off[k], &cnt[k]);
+            ck_assert_msg(mv->keep_stage_grads(s[k].m, cut[k], cut[k + 1], &g[k], &err) == TF_OK, "%s", err.msg);
+            bk->mem_info(s[k].be, &after);
+            ck_assert_uint_eq(before.current - after.current, (bf.n - cnt[k]) * sizeof(float));
+            tf_model_buffers b;
+            mv->buffers(s[k].m, &b);
+            ck_assert_ptr_null(b.grads);
+            ck_assert_ptr_nonnull(b.params);
+            ck_assert_uint_eq(b.n, bf.n);
+            tf_model_memory mm = {.size = sizeof mm};
+            mv->memory(s[k].m, &mm);
+            ck_assert_uint_eq(mm.gradients, cnt[k] * sizeof(float));
+        }
+        test_batch tb;
+        make_batch(&tb, 4, 6, true);
+        void *act, *grad;
+        size_t bytes = 4 * 6 * 8 * sizeof(float);
+        ck_assert_int_eq(bk->alloc(s[0].be, bytes, TF_MEM_DEVICE, &act, &err), TF_OK);
+        ck_assert_int_eq(bk->alloc(s[0].be, bytes, TF_MEM_DEVICE, &grad, &err), TF_OK);
+        for (int step = 0; step < 2; step++) { /* gradients accumulate over two steps */
+            tf_model_output o;
+            mv->set_rows(f.m, 1, 4 * (uint64_t)step, 1);
+            ck_assert_int_eq(mv->forward(f.m, &tb.b, true, &o, &err), TF_OK);
+            ck_assert_int_eq(mv->backward(f.m, 1.0f, NULL, NULL, &err), TF_OK);
+            for (int k = 0; k < 2; k++) {
+                mv->set_rows(s[k].m, 1, 4 * (uint64_t)step, 1);
+                ck_assert_msg(mv->stage_forward(s[k].m, cut[k], cut[k + 1], &tb.b, k ? act : NULL, k ? NULL : act,
+                                                true, &o, &err) == TF_OK,
+                              "%s", err.msg);
+            }
+            ck_assert_msg(mv->stage_backward(s[1].m, NULL, grad, 1.0f, &err) == TF_OK, "%s", err.msg);
+            ck_assert_msg(mv->stage_backward(s[0].m, grad, NULL, 1.0f, &err) == TF_OK, "%s", err.msg);
+        }
+        float *gf = host_grads(&f);
+        for (int k = 0; k < 2; k++) {
+            float *h = malloc(cnt[k] * sizeof *h);
+            ck_assert_int_eq(bk->memcpy(s[k].be, h, g[k], cnt[k] * sizeof *h, TF_COPY_DEVICE_TO_HOST, NULL), TF_OK);
+            ck_assert_int_eq(bk->stream_sync(s[k].be, NULL, &err), TF_OK);
+            ck_assert_msg(memcmp(h, gf + off[k], cnt[k] * sizeof *h) == 0, "ckpt %d stage %d", ckpt, k);
+            bool any = false;
+            for (size_t i = 0; i < cnt[k]; i++) any |= h[i] != 0.0f;
+            ck_assert(any);
+            ck_assert_int_eq(mv->zero_grad(s[k].m, &err), TF_OK);
+            ck_assert_int_eq(bk->memcpy(s[k].be, h, g[k], cnt[k] * sizeof *h, TF_COPY_DEVICE_TO_HOST, NULL), TF_OK);
+            ck_assert_int_eq(bk->stream_sync(s[k].be, NULL, &err), TF_OK);
+            for (size_t i = 0; i < cnt[k]; i++) ck_assert(h[i] == 0.0f);
+            free(h);
+        }
+        free(gf);
+        /* misuse: twice, a bad range, the whole backward, another stage's backward */
+        float *again;
+        ck_assert_int_ne(mv->keep_stage_grads(s[0].m, 0, 1, &again, &err), TF_OK);
+        ck_assert_msg(strstr(err.msg, "keep_stage_grads called twice"), "%s", err.msg);
+        ck_assert_int_ne(mv->keep_stage_grads(f.m, 2, 1, &again, &err), TF_OK);
+        ck_assert_msg(strstr(err.msg, "keep_stage_grads of layers [2, 1) of 3"), "%s", err.msg);
+        tf_model_output o;
+        ck_assert_int_eq(mv->forward(s[0].m, &tb.b, true, &o, &err), TF_OK); /* evaluation runs the whole model */
+        ck_assert_int_ne(mv->backward(s[0].m, 1.0f, NULL, NULL, &err), TF_OK);
+        ck_assert_msg(strstr(err.msg, "keeps the gradients of stage [0, 1) only"), "%s", err.msg);
+        ck_assert_int_eq(mv->stage_forward(s[1].m, 0, 1, &tb.b, NULL, act, true, &o, &err), TF_OK);
+        ck_assert_int_ne(mv->stage_backward(s[1].m, grad, NULL, 1.0f, &err), TF_OK);
+        ck_assert_msg(strstr(err.msg, "stage_backward of layers [0, 1), but the model keeps the gradients of "
+                                      "stage [1, 3) only"),
+                      "%s", err.msg);
+        bk->free(s[0].be, act, TF_MEM_DEVICE);
+        bk->free(s[0].be, grad, TF_MEM_DEVICE);
+        fixture_free(&f);
+        fixture_free(&s[0]);
+        fixture_free(&s[1]);
+    }
+}
+END_TEST
+
 /* ---- save ------------------------------------------------------------------------------ */
 
 START_TEST(save_and_reload)
@@ -1750,6 +1849,7 @@ static Suite *suite(void)
     tcase_add_test(m, dropout_by_row);
     tcase_add_test(m, gradient_checkpointing);
     tcase_add_test(m, pipeline_stages);
+    tcase_add_test(m, pipeline_stage_grads);
     tcase_add_test(m, unpadded_matches_padded);
     tcase_add_test(m, save_and_reload);
     tcase_add_test(m, save_tokenizer_and_labels);

@@ -7,16 +7,20 @@
 #    position); a split given by pipeline.layers; gradient accumulation;
 #    2 stages x 2 replicas (the per-stage gradient all-reduce), both schedules;
 #  - checkpoints are the whole model in the usual layout (the stages'
-#    parameters gathered): a pipeline's checkpoint-2 equals one worker's;
-#    resuming it on the pipeline and on one worker ends where one worker's
-#    uninterrupted run does; evaluation on a pipeline equals one worker's;
-#    a stop signal stops every stage after one step with a checkpoint that
-#    resumes;
+#    parameters and AdamW moments gathered): a pipeline's checkpoint-2 (2 and
+#    4 stages) equals one worker's; resuming it on the pipeline, on one worker
+#    and on DDP ends where one worker's uninterrupted run does; evaluation on
+#    a pipeline equals one worker's; a stop signal stops every stage after one
+#    step with a checkpoint that resumes;
 #  - results.json reports the partition, the expected bubble and each
-#    worker's measured utilisation and bubble;
-#  - --dry-run prints the partition and the expected bubble;
+#    worker's measured utilisation and bubble, and each worker's memory: a
+#    stage's AdamW moments are its own parameters' (the stages' add up to one
+#    worker's; about 1/S each when the split balances);
+#  - --dry-run prints the partition, the expected bubble and what each stage keeps;
 #  - a comm plugin built for ABI 1.3 (comm-mpi cut before send/recv, tests/abi13)
-#    still loads and trains DDP to one worker's parameters;
+#    still loads and trains DDP to one worker's parameters; a model built for
+#    ABI 1.4 (model-bert without keep_stage_grads, tests/abi14) trains a
+#    pipeline to them, each stage keeping the whole gradient buffer;
 #  - a comm plugin without send/recv (ABI 1.3 and earlier) or a world size that
 #    is not a multiple of the stage count is refused with one line.
 # Skips (77) without the mpi comm plugin (no Open MPI).
@@ -45,7 +49,8 @@ bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 cfg() {
     cat >"$tmp/$1.cfg" <<CFG
 model = { plugin = "bert"; preset = "bert-tiny"; task = "classification"; num_labels = 2;
-          num_hidden_layers = 4; max_position_embeddings = 64; hidden_dropout_prob = ${DROPOUT:-0.0};
+          num_hidden_layers = ${LAYERS:-4}; max_position_embeddings = 64; hidden_dropout_prob = ${DROPOUT:-0.0};
+          vocab_size = ${VOCAB:-30522};
           attention_probs_dropout_prob = ${DROPOUT:-0.0}; };
 data = { plugin = "synthetic"; task = "classification"; num_labels = 2; seq_len = 32;
          num_examples = 96; eval_examples = ${EVAL_EXAMPLES:-0}; learnable = true; };
@@ -93,6 +98,47 @@ case "$flat" in
 esac
 echo "$flat" | grep -q "\"utilisation\":\[$u,$u,$u,$u\],\"bubble\":\[$u,$u,$u,$u\],\"measured_bubble\":$u" && ok ||
     bad "p4_8_gpipe: results.json lacks 4 workers' utilisation and bubble in [0, 1)"
+# memory per worker (tfcore.pipeline.memory_bytes): a stage's AdamW moments
+# and gradients cover its own parameters only (2 x 4 and 4 bytes each, the
+# count its log line gives), the stages' add up to one worker's, and each
+# replica of a stage holds the same; the parameters stay whole (one worker's)
+mem_check() { # NAME BASE STAGES REPLICAS [MAX_SHARE [GRADS]]: MAX_SHARE bounds the largest stage's share
+    # of the moments; GRADS "whole": the model keeps every gradient (no keep_stage_grads)
+    python3 - "$tmp/$1" "$tmp/$2" "$3" "$4" "${5:-1}" "${6:-own}" <<'PY' && ok || bad "$1: tfcore.pipeline.memory_bytes wrong (above)"
+import json, re, sys
+run, base, S, D, share = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
+own_grads = sys.argv[6] == "own"
+whole = json.load(open(base + "/results.json"))["tfcore"]["memory_bytes"]
+r = json.load(open(run + "/results.json"))["tfcore"]
+mem = r["pipeline"]["memory_bytes"]
+n = [int(x) for x in re.findall(r"pipeline: stage \d+: .*?, (\d+) parameters; AdamW moments for them only",
+                                 open(run + ".out").read())]
+assert len(mem) == S * D and len(n) == S, (len(mem), n)
+assert mem[0] == {k: r["memory_bytes"][k] for k in mem[0]}, (mem[0], r["memory_bytes"])
+opt = [m["optimizer_states"] for m in mem]
+for rank, m in enumerate(mem):
+    assert m["optimizer_states"] == 8 * n[rank % S], (rank, m, n)
+    assert m["optimizer_states"] == mem[rank % S]["optimizer_states"]
+    assert m["gradients"] == (4 * n[rank % S] if own_grads else whole["gradients"]), (rank, m, n)
+    assert m["weights"] == whole["weights"], (rank, m, whole)
+assert sum(opt[:S]) == whole["optimizer_states"], (opt, whole)
+assert not own_grads or sum(m["gradients"] for m in mem[:S]) == whole["gradients"], (mem, whole)
+assert max(opt) <= share * whole["optimizer_states"], (opt, whole, share)
+print("%s: optimizer_states per rank %s of %d whole; gradients %s of %d" %
+      (run, opt, whole["optimizer_states"], [m["gradients"] for m in mem], whole["gradients"]))
+PY
+}
+mem_check p4_8_gpipe base 4 1
+mem_check p2_4_1f1b base 2 1
+# with a smaller vocabulary and 8 layers the balanced split by parameter
+# count gives each stage about 1/S of the moments (bert-tiny's 30522-word
+# embeddings put most of them on stage 0 above)
+export VOCAB=2048 LAYERS=8
+cfg vbase 16 1 && train vbase
+cfg vp2 16 1 "$(pipe 2 4 1f1b)" && train vp2 && same_params vbase vp2 && mem_check vp2 vbase 2 1 0.55
+cfg vp4 16 1 "$(pipe 4 4 gpipe)" && train vp4 && same_params vbase vp4 && mem_check vp4 vbase 4 1 0.33
+unset VOCAB LAYERS
+
 # the split by hand, and a step's rows as 8 x 2 accumulation (micro-batches of 4)
 cfg p2_layers 16 1 "$(pipe 2 4 1f1b '[3, 1]')" && train p2_layers && same_params base p2_layers
 grep -q "stage 0: layers 0..2 + embeddings" "$tmp/p2_layers.out" && ok || bad "p2_layers: pipeline.layers not applied"
@@ -104,6 +150,7 @@ cfg p2x2_gpipe 4 2 "$(pipe 2 2 gpipe '' 2)" && train p2x2_gpipe && same_params b
 # the replicas' all-reduce is not the schedule's waiting: every bubble in [0, 1)
 tr -d ' \n' <"$tmp/p2x2_gpipe/results.json" | grep -q "\"bubble\":\[$u,$u,$u,$u\],\"measured_bubble\":$u" && ok ||
     bad "p2x2_gpipe: results.json's bubbles are not 4 values in [0, 1)"
+mem_check p2x2_gpipe base 2 2
 
 # dropout on: the masks are those of the single worker (by a row's global position)
 DROPOUT=0.1 cfg dbase 16 1 && train dbase
@@ -124,6 +171,11 @@ e2=$(grep -o "'eval_loss': [0-9.e-]*" "$tmp/cp2.out" | head -1)
 STEPS=4 cfg rp2 16 1 "$(pipe 2 4 gpipe)" &&
     train rp2 -o training.resume_from_checkpoint="\"$tmp/cp2/checkpoint-2\"" && same_params cbase rp2
 STEPS=4 cfg r1 16 1 && train r1 -o training.resume_from_checkpoint="\"$tmp/cp2/checkpoint-2\"" && same_params cbase r1
+# and on DDP (2 workers x 8 rows)
+STEPS=4 cfg rddp 8 1 'comm = { plugin = "mpi"; world_size = 2; };' &&
+    train rddp -o training.resume_from_checkpoint="\"$tmp/cp2/checkpoint-2\"" && same_params cbase rddp
+# a checkpoint of 4 stages (each its own moments) gathers to one worker's
+STEPS=4 SAVE=steps cfg cp4 16 1 "$(pipe 4 8 gpipe)" && train cp4 && same_params cbase cp4 checkpoint-2/optimizer.safetensors
 # and one worker's checkpoint on a pipeline of 4
 STEPS=4 cfg rp4 16 1 "$(pipe 4 4 1f1b)" &&
     train rp4 -o training.resume_from_checkpoint="\"$tmp/cbase/checkpoint-2\"" && same_params cbase rp4
@@ -146,6 +198,11 @@ if "$tfcore" -c "$tmp/dry.cfg" --dry-run >"$tmp/dry.out" 2>&1 &&
     grep -q "^#   stage 0: layers 0..0 + embeddings" "$tmp/dry.out" &&
     grep -q "^#   stage 3: layers 3..3 + head" "$tmp/dry.out"; then ok; else
     bad "--dry-run does not print the partition and bubble"; cat "$tmp/dry.out" | tail -n 12; fi
+# and what each stage keeps: its own parameters' moments and gradients, the
+# parameters whole (bert-tiny with 4 layers: 36.05 MiB of moments)
+grep -q "^# each stage keeps the AdamW moments and the gradients of its own parameters only" "$tmp/dry.out" &&
+    grep -Eq "^#   stage 1: layers 1..1, [0-9]+ parameters; keeps AdamW moments 1\.[0-9]+ MiB and gradients 0\.[0-9]+ MiB \(whole model: 36\.05 and 18\.03 MiB\), parameters 18\.03 MiB whole" "$tmp/dry.out" &&
+    ok || { bad "--dry-run does not say what each stage keeps"; grep "^#" "$tmp/dry.out"; }
 
 # --- 4. refused with one line ---------------------------------------------------
 refused() { # NAME WANT: exit 3 with the line WANT
@@ -169,6 +226,19 @@ pipeline = { stages = 2; };'
     refused pipe13 "a pipeline needs a comm plugin with point-to-point send and recv (plugin ABI 1.4); comm 'mpi13' (ABI 1.3) has none"
 else
     bad "tests/abi13/tfcore-comm-mpi13.so was not built"
+fi
+# a model built for ABI 1.4 (model-bert cut before keep_stage_grads,
+# tests/abi14): each stage keeps the whole gradient buffer, its own moments,
+# and trains to one worker's parameters
+if [ -f "$top_builddir/tests/abi14/.libs/tfcore-model-bert14.so" ]; then
+    export TFCORE_PLUGIN_PATH="$top_builddir/tests/abi14/.libs${TFCORE_PLUGIN_PATH:+:$TFCORE_PLUGIN_PATH}"
+    cfg p2_bert14 16 1 "$(pipe 2 4 1f1b)" && train p2_bert14 -o model.plugin='"bert14"' &&
+        same_params base p2_bert14 && mem_check p2_bert14 base 2 1 1 whole
+    "$tfcore" -c "$tmp/p2_bert14.cfg" -o model.plugin='"bert14"' --dry-run >"$tmp/p2_bert14_dry.out" 2>&1 &&
+        grep -q "^# each stage keeps the AdamW moments of its own parameters only; the model's parameter and gradient buffers stay whole" "$tmp/p2_bert14_dry.out" &&
+        ok || { bad "bert14: --dry-run does not say the gradients stay whole"; grep "^#" "$tmp/p2_bert14_dry.out"; }
+else
+    bad "tests/abi14/tfcore-model-bert14.so was not built"
 fi
 cfg badworld 16 1 'comm = { plugin = "mpi"; world_size = 3; };
 pipeline = { stages = 2; };'

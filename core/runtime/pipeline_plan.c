@@ -1,7 +1,8 @@
 /* pipeline_plan.c — which layers each stage runs (pipeline.layers, or the
  * balanced split by parameter count) and what --dry-run prints of it: the
- * partition, each stage's parameters, the expected bubble (S-1)/(M+S-1)
- * and the activations a stage holds at most under the schedule. */
+ * partition, each stage's parameters and what it keeps of the model's
+ * state, the expected bubble (S-1)/(M+S-1) and the activations a stage
+ * holds at most under the schedule. */
 #include <stdlib.h>
 
 #include "pipeline.h"
@@ -65,13 +66,31 @@ tf_status tf_pipeline_print_plan(const tf_plan *plan, FILE *out, tf_error *err)
                      "((S-1)/(M+S-1)); a stage holds at most %d micro-batches' boundary activations\n",
                 set->stages, set->micro_batches, tf_pipeline_schedule_name(set->schedule),
                 tf_pipeline_bubble(set->stages, set->micro_batches), sim.peak_in_flight);
+        /* the model's own gradients (keep_stage_grads, ABI 1.5): known from its vtable alone */
+        const tf_model_vtable *mvt = plan->plugin[TF_KIND_MODEL]->desc->vtable;
+        bool own_grads = TF_HAS(mvt, keep_stage_grads);
+        if (own_grads)
+            fprintf(out, "# each stage keeps the AdamW moments and the gradients of its own parameters only; the "
+                         "model's parameter buffer stays whole on every stage (evaluation runs the whole model)\n");
+        else
+            fprintf(out, "# each stage keeps the AdamW moments of its own parameters only; the model's parameter and "
+                         "gradient buffers stay whole on every stage (evaluation runs the whole model; the model "
+                         "has no keep_stage_grads, ABI 1.5)\n");
+        tf_model_buffers b = {0};
+        if (!by_hand) s.model.vt->buffers(s.model.h, &b);
+        double mib = 4.0 / 1048576.0;
         for (int k = 0; k < set->stages; k++) {
             size_t off, n = 0;
             if (!by_hand) s.model.vt->stage_params(s.model.h, first[k], first[k + 1], &off, &n);
             fprintf(out, "#   stage %d: layers %d..%d%s%s", k, first[k], first[k + 1] - 1,
                     k == 0 ? " + embeddings" : "", k == set->stages - 1 ? " + head" : "");
-            if (by_hand) fprintf(out, " (pipeline.layers; checked against the model when the stages start)\n");
-            else fprintf(out, ", %zu parameters\n", n);
+            if (by_hand)
+                fprintf(out, " (pipeline.layers; checked against the model when the stages start)\n");
+            else
+                fprintf(out, ", %zu parameters; keeps AdamW moments %.2f MiB and gradients %.2f MiB (whole model: "
+                             "%.2f and %.2f MiB), parameters %.2f MiB whole\n",
+                        n, 2.0 * (double)n * mib, (double)(own_grads ? n : b.n) * mib, 2.0 * (double)b.n * mib,
+                        (double)b.n * mib, (double)b.n * mib);
         }
     }
     tf_stack_close(&s);

@@ -206,7 +206,10 @@ tf_status tf_trainer_setup(tf_trainer *t, const tf_plan *plan, const tf_worker *
 
     t->mvt->buffers(t->model, &t->buf);
     tf_strategy_pick(t);
-    /* the moments cover what this rank steps: a ZeRO shard, else every parameter */
+    t->opt_grads = t->buf.grads + t->opt_lo;
+    /* a pipeline stage: its own parameters' range, and only their gradients where the model can */
+    if (t->strategy == &tf_strategy_pipeline && (st = tf_pipeline_own_state(t, err))) return st;
+    /* the moments cover what this rank steps: a ZeRO shard, a pipeline stage, else every parameter */
     size_t mb = (t->strategy->sharded ? t->opt_n : t->buf.n) * sizeof(float);
     if (a->optim == TF_OPTIM_ADAFACTOR) {
         if ((st = tf_trainer_adafactor_setup(t, err))) return st;
@@ -344,7 +347,7 @@ tf_status tf_trainer_optimizer_step(tf_trainer *t, const tf_lr_schedule *lrs, do
     bool found_inf = false;
     tf_status st;
     bool steps_here = t->opt_n > 0; /* DataParallel: only rank 0 holds the summed gradients */
-    float *params = t->buf.params + t->opt_lo, *grads = t->buf.grads + t->opt_lo;
+    float *params = t->buf.params + t->opt_lo, *grads = t->opt_grads;
     if (steps_here &&
         (st = t->pvt->unscale_and_check(t->prec, t->bvt, t->be, grads, t->opt_n, t->dev_flag, &found_inf, err)))
         return st;

@@ -89,7 +89,11 @@ typedef struct tf_trainer {
     const struct tf_strategy *strategy; /* how the workers combine a step (trainer_strategy.h) */
     size_t opt_lo, opt_n;     /* the range of the flat buffers this rank's optimizer updates:
                                  [0, n) (none, ddp, dataparallel's rank 0), a shard (ZeRO),
-                                 or empty (dataparallel's other ranks) */
+                                 a pipeline stage's parameters, or empty (dataparallel's
+                                 other ranks) */
+    float *opt_grads;         /* [opt_n] that range's gradients: buf.grads + opt_lo, or a
+                                 pipeline stage's own gradient buffer (model keep_stage_grads;
+                                 buf.grads is then NULL) */
     tf_grad_buckets buckets;  /* DDP's (and ZeRO-1's) overlapped bucketed all-reduce */
     void *comm_scratch;       /* [TF_COMM_SCRATCH_BYTES] backend memory for small collectives */
     double comm_exposed;      /* seconds spent blocked on communication (part of phase[COMM]) */

@@ -60,8 +60,9 @@ static tf_status write_adafactor(tf_trainer *t, const char *dir, tf_error *err)
 }
 
 /* The AdamW moments whole on the host (rank 0; m, v: [n] each). Under ZeRO
- * each rank holds its shard only: every rank takes part in gathering them
- * through a temporary backend buffer of n elements, one moment at a time. */
+ * each rank holds its shard only, in a pipeline each stage its parameters'
+ * range: every rank takes part in gathering them through a temporary
+ * backend buffer of n elements, one moment at a time. */
 static tf_status gather_moments(tf_trainer *t, float *m, float *v, tf_error *err)
 {
     size_t n = t->buf.n;
@@ -77,7 +78,7 @@ static tf_status gather_moments(tf_trainer *t, float *m, float *v, tf_error *err
         st = t->bvt->memcpy(t->be, whole + t->opt_lo, src[i], t->opt_n * sizeof(float), TF_COPY_DEVICE_TO_DEVICE,
                             NULL);
         if (st) st = tf_error_set(err, st, "copying the optimizer's shard to gather it failed");
-        if (!st) st = tf_zero_gather(t, whole, err);
+        if (!st) st = t->pipe ? tf_pipeline_gather_buf(t, whole, err) : tf_zero_gather(t, whole, err);
         if (!st && t->rank == 0) st = download(t, whole, dst[i], n, err);
     }
     if (whole) t->bvt->free(t->be, whole, TF_MEM_DEVICE);
@@ -249,8 +250,9 @@ static tf_status save_rank0(tf_trainer *t, double epoch, const float *m, const f
 
 tf_status tf_trainer_save_checkpoint(tf_trainer *t, double epoch, tf_error *err)
 {
-    /* a pipeline's stages each hold their own parameters: gathered onto every
-     * rank, so rank 0 saves the whole model in the usual layout */
+    /* a pipeline's stages each update their own parameters: gathered onto
+     * every rank, so rank 0 saves the whole model in the usual layout (the
+     * moments below, as ZeRO's shards) */
     if (t->pipe) {
         tf_status st = tf_pipeline_gather(t, err);
         if (st) return st;
@@ -352,7 +354,7 @@ static tf_status load_optimizer(tf_trainer *t, const char *dir, tf_error *err)
     float *host = malloc(t->buf.n * sizeof *host);
     const char *names[2] = {"exp_avg", "exp_avg_sq"};
     float *dst[2] = {t->exp_avg, t->exp_avg_sq};
-    /* the whole state, or under ZeRO this rank's shard of it (any world size) */
+    /* the whole state, or this rank's range of it (a ZeRO shard, a pipeline stage; any world size) */
     size_t lo = t->strategy->sharded ? t->opt_lo : 0, n = t->strategy->sharded ? t->opt_n : t->buf.n;
     if (!host) st = tf_error_set(err, TF_ERR_RUNTIME, "out of memory loading %s", path);
     for (int i = 0; !st && i < 2; i++) {

@@ -14,7 +14,14 @@
  * re-materialisation; with dropout masks by row it is the same forward).
  * Sends are started and completed at the end of the step, receives waited
  * at once: a stage blocks only on what its next operation needs, so the
- * schedules cannot deadlock (tf_pipeline_simulate checks them). */
+ * schedules cannot deadlock (tf_pipeline_simulate checks them).
+ *
+ * Memory: the trainer's optimizer range (t->opt_lo, t->opt_n) is the stage's
+ * own parameter range (tf_pipeline_own_state), so the AdamW moments hold
+ * that range only, and so do the gradients where the model keeps a stage's
+ * only (its keep_stage_grads, ABI 1.5; t->opt_grads). The model's flat
+ * parameter buffer stays whole: evaluation runs the whole model on every
+ * rank (tf_pipeline_gather before it). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +31,8 @@
 #include "trainer.h"
 #include "trainer_internal.h"
 #include "tfcore/log.h"
+
+#define ALL_ROWS 8
 
 struct tf_pipeline {
     tf_pipeline_settings set;
@@ -48,7 +57,10 @@ struct tf_pipeline {
     double wait_s;        /* of which waiting on a neighbour (receives, sends completing) */
     double waited;        /* every wait in send / recv so far (the schedule's and the all-reduce's) */
     double step_s;        /* whole steps: the schedule, all-reduces, optimizer */
-    double *all;          /* [4 x world] every worker's busy, sched, wait, step (tf_pipeline_finish) */
+    double *all;          /* [ALL_ROWS x world] every worker's busy, sched, wait, step, then its
+                             memory by category: weights, gradients, optimizer_states,
+                             activations (tf_pipeline_finish) */
+    bool have_memory;     /* the model reports its memory (the last four rows are filled) */
 };
 
 static const char *comm_name(const tf_trainer *t) { return t->plan->plugin[TF_KIND_COMM]->desc->name; }
@@ -114,17 +126,18 @@ static tf_status alloc_act(tf_trainer *t, void **out, tf_error *err)
     return t->bvt->alloc(t->be, t->pipe->act_bytes, TF_MEM_DEVICE, out, err);
 }
 
-/* The weight-decay segments cut to [lo, hi): AdamW touches only the stage's range. */
-static void keep_segments(tf_trainer *t, size_t lo, size_t hi)
+tf_status tf_pipeline_own_state(tf_trainer *t, tf_error *err)
 {
-    size_t k = 0;
-    for (size_t i = 0; i < t->nsegs; i++) {
-        tf_adamw_segment s = t->segs[i];
-        size_t a = s.offset > lo ? s.offset : lo, b = s.offset + s.count < hi ? s.offset + s.count : hi;
-        if (a >= b) continue;
-        t->segs[k++] = (tf_adamw_segment){a, b - a, s.weight_decay};
-    }
-    t->nsegs = k;
+    const tf_pipeline_settings *set = &t->plan->pipeline;
+    int first[TF_PIPELINE_MAX_STAGES + 1], stage = t->rank % set->stages;
+    tf_status st = tf_pipeline_split(set, tf_config_section(t->plan->cfg, "pipeline"), t->mvt, t->model, first, err);
+    if (st) return st;
+    t->mvt->stage_params(t->model, first[stage], first[stage + 1], &t->opt_lo, &t->opt_n);
+    t->opt_grads = t->buf.grads + t->opt_lo;
+    if (!TF_HAS(t->mvt, keep_stage_grads)) return TF_OK; /* a model before ABI 1.5: its gradients stay whole */
+    if ((st = t->mvt->keep_stage_grads(t->model, first[stage], first[stage + 1], &t->opt_grads, err))) return st;
+    t->mvt->buffers(t->model, &t->buf); /* grads is NULL now */
+    return TF_OK;
 }
 
 tf_status tf_pipeline_setup(tf_trainer *t, tf_error *err)
@@ -171,15 +184,17 @@ tf_status tf_pipeline_setup(tf_trainer *t, tf_error *err)
         st = t->bvt->alloc(t->be, p->own_n[p->stage] * sizeof(float), TF_MEM_DEVICE, (void **)&p->reduce_buf, err);
     if (st) return st;
     tf_pipeline_schedule(set->schedule, p->stage, p->stages, p->M, p->ops);
-    keep_segments(t, p->own_off[p->stage], p->own_off[p->stage] + p->own_n[p->stage]);
     if (t->rank == 0) {
         tf_info("pipeline: %d stages x %d micro-batches of up to %zu rows, %s schedule; expected bubble %.3f; "
                 "%d replica%s",
                 p->stages, p->M, mb_rows, tf_pipeline_schedule_name(set->schedule),
                 tf_pipeline_bubble(p->stages, p->M), p->replicas, p->replicas == 1 ? "" : "s");
         for (int k = 0; k < p->stages; k++)
-            tf_info("pipeline: stage %d: layers %d..%d%s%s, %zu parameters", k, p->first[k], p->first[k + 1] - 1,
-                    k == 0 ? " + embeddings" : "", k == p->stages - 1 ? " + head" : "", p->own_n[k]);
+            tf_info("pipeline: stage %d: layers %d..%d%s%s, %zu parameters; AdamW moments for them only: "
+                    "%.2f MiB (whole model: %.2f MiB)",
+                    k, p->first[k], p->first[k + 1] - 1, k == 0 ? " + embeddings" : "",
+                    k == p->stages - 1 ? " + head" : "", p->own_n[k], 2.0 * (double)p->own_n[k] * 4 / 1048576.0,
+                    2.0 * (double)t->buf.n * 4 / 1048576.0);
     }
     return TF_OK;
 }
@@ -241,7 +256,7 @@ static void position(tf_trainer *t, tf_sampler *s, const micro *mb)
 static tf_status stage_allreduce(tf_trainer *t, tf_error *err)
 {
     tf_pipeline *p = t->pipe;
-    float *g = t->buf.grads + p->own_off[p->stage];
+    float *g = t->opt_grads; /* the stage's own range */
     size_t n = p->own_n[p->stage];
     tf_status st = TF_OK;
     if (p->replica > 0) {
@@ -372,29 +387,29 @@ tf_status tf_pipeline_sum(tf_trainer *t, double *host, size_t n, tf_error *err)
     return tf_trainer_allreduce_host(t, host, n, TF_DTYPE_F64, TF_REDUCE_SUM, err);
 }
 
-tf_status tf_pipeline_gather(tf_trainer *t, tf_error *err)
+tf_status tf_pipeline_gather_buf(tf_trainer *t, float *buf, tf_error *err)
 {
     tf_pipeline *p = t->pipe;
     double t0 = tf_now();
     tf_status st = TF_OK;
-    float *bufs[3] = {t->buf.params, t->exp_avg, t->exp_avg_sq};
-    for (int k = 0; k < p->stages && !st; k++)
-        for (int b = 0; b < 3 && !st; b++) {
-            uint64_t seq = tf_comm_rec_enter(t->rec, TF_COMM_BROADCAST, p->own_n[k] * sizeof(float), 0, 0);
-            tf_comm_rec_block(t->rec, seq);
-            /* stage k of replica 0 owns the range; every replica's copy of it is the same */
-            st = t->cvt->broadcast(t->comm, bufs[b] + p->own_off[k], p->own_n[k], TF_DTYPE_F32, k, err);
-            if (!st) {
-                tf_comm_rec_exit(t->rec, seq);
-                tf_comm_rec_block(t->rec, 0);
-            }
+    for (int k = 0; k < p->stages && !st; k++) {
+        uint64_t seq = tf_comm_rec_enter(t->rec, TF_COMM_BROADCAST, p->own_n[k] * sizeof(float), 0, 0);
+        tf_comm_rec_block(t->rec, seq);
+        /* stage k of replica 0 owns the range; every replica's copy of it is the same */
+        st = t->cvt->broadcast(t->comm, buf + p->own_off[k], p->own_n[k], TF_DTYPE_F32, k, err);
+        if (!st) {
+            tf_comm_rec_exit(t->rec, seq);
+            tf_comm_rec_block(t->rec, 0);
         }
-    if (st) tf_error_prefix(err, "comm %s: gathering the pipeline stages' parameters", comm_name(t));
+    }
+    if (st) tf_error_prefix(err, "comm %s: gathering the pipeline stages' ranges", comm_name(t));
     double d = tf_now() - t0;
     t->phase[TF_PHASE_COMM] += d;
     t->comm_exposed += d;
     return st;
 }
+
+tf_status tf_pipeline_gather(tf_trainer *t, tf_error *err) { return tf_pipeline_gather_buf(t, t->buf.params, err); }
 
 tf_status tf_pipeline_finish(tf_trainer *t, tf_error *err)
 {
@@ -408,13 +423,21 @@ tf_status tf_pipeline_finish(tf_trainer *t, tf_error *err)
     if (st) return st;
     size_t W = (size_t)t->world;
     free(p->all);
-    if (!(p->all = calloc(4 * W, sizeof *p->all))) return tf_error_set(err, TF_ERR_RUNTIME, "out of memory");
+    if (!(p->all = calloc(ALL_ROWS * W, sizeof *p->all))) return tf_error_set(err, TF_ERR_RUNTIME, "out of memory");
     size_t r = (size_t)t->rank;
     p->all[r] = p->busy_s;
     p->all[W + r] = p->sched_s;
     p->all[2 * W + r] = p->wait_s;
     p->all[3 * W + r] = p->step_s;
-    st = tf_trainer_allreduce_host(t, p->all, 4 * W, TF_DTYPE_F64, TF_REDUCE_SUM, err);
+    tf_memory_breakdown mb;
+    p->have_memory = tf_trainer_memory(t, &mb); /* the same on every rank: one model plugin */
+    if (p->have_memory) { /* bytes, exact in f64 below 2^53 */
+        p->all[4 * W + r] = (double)mb.weights;
+        p->all[5 * W + r] = (double)mb.gradients;
+        p->all[6 * W + r] = (double)mb.optimizer_states;
+        p->all[7 * W + r] = (double)mb.activations;
+    }
+    st = tf_trainer_allreduce_host(t, p->all, ALL_ROWS * W, TF_DTYPE_F64, TF_REDUCE_SUM, err);
     t->phase[TF_PHASE_COMM] = comm_before;
     t->comm_exposed = exposed_before;
     return st;
@@ -445,6 +468,17 @@ json_t *tf_pipeline_json(const tf_trainer *t)
         json_object_set_new(x, "utilisation", util);
         json_object_set_new(x, "bubble", bubble);
         json_object_set_new(x, "measured_bubble", json_real(sched > 0 ? wait / sched : 0));
+        if (p->have_memory) { /* each worker's tfcore.memory_bytes (rank 0's is the top-level one) */
+            static const char *const cat[4] = {"weights", "gradients", "optimizer_states", "activations"};
+            json_t *mem = json_array();
+            for (size_t r = 0; r < W; r++) {
+                json_t *o = json_object();
+                for (size_t c = 0; c < 4; c++)
+                    json_object_set_new(o, cat[c], json_integer((json_int_t)p->all[(4 + c) * W + r]));
+                json_array_append_new(mem, o);
+            }
+            json_object_set_new(x, "memory_bytes", mem);
+        }
     } else {
         json_decref(util);
         json_decref(bubble);

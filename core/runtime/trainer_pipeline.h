@@ -16,6 +16,14 @@
 struct tf_trainer;
 typedef struct tf_pipeline tf_pipeline;
 
+/* In setup, before the optimizer state is allocated: this rank's stage's
+ * range of the model's flat parameter buffer (the split tf_pipeline_setup
+ * makes) becomes the trainer's optimizer range (t->opt_lo, t->opt_n), so the
+ * stage allocates, steps and checkpoints the AdamW moments of its own
+ * parameters only; with a model that has keep_stage_grads (ABI 1.5) it keeps
+ * only their gradients too (t->opt_grads; t->buf.grads becomes NULL). */
+tf_status tf_pipeline_own_state(struct tf_trainer *t, tf_error *err);
+
 /* After the comm plugin is up (tf_trainer_comm_init): this rank's stage, the
  * split of the model's layers (pipeline.layers, or balanced by parameter
  * count), the boundary buffers, and the optimizer restricted to the stage's
@@ -33,8 +41,13 @@ void tf_pipeline_free(struct tf_trainer *t);
 tf_status tf_pipeline_step(struct tf_trainer *t, tf_sampler *s, const tf_lr_schedule *lrs, int64_t step_in_epoch,
                            double *step_loss, double *lr, double *norm, bool *skipped, tf_error *err);
 
-/* Every rank gets every stage's parameters and AdamW moments (broadcast from
- * each stage's owner), so evaluation and saves see the whole model. */
+/* buf[n] (backend memory, n = the model's parameters) whole on every rank,
+ * each stage's range broadcast from its owner (stage k of replica 0, rank k).
+ * Collective. The checkpoint gathers the moments with it (from a buffer each
+ * rank filled at its own range). */
+tf_status tf_pipeline_gather_buf(struct tf_trainer *t, float *buf, tf_error *err);
+/* Every rank gets every stage's parameters (tf_pipeline_gather_buf on the
+ * model's parameter buffer), so evaluation and saves see the whole model. */
 tf_status tf_pipeline_gather(struct tf_trainer *t, tf_error *err);
 
 /* host[n] f64 summed over the stages of one replica (gradient norm,
@@ -51,7 +64,10 @@ tf_status tf_pipeline_finish(struct tf_trainer *t, tf_error *err);
  * ((S-1)/(M+S-1)), and per worker (by rank) utilisation = compute time
  * (forward, backward, recomputation) / step time and bubble = the share of
  * its schedule's time spent waiting on a neighbour, with measured_bubble
- * their ratio over all workers. */
+ * their ratio over all workers; memory_bytes, per worker (by rank), the
+ * model's weights, gradients, optimizer_states and activations in bytes
+ * (tfcore.memory_bytes' categories: a stage's optimizer_states are its own
+ * range's). */
 json_t *tf_pipeline_json(const struct tf_trainer *t);
 
 #endif

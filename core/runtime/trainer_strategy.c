@@ -127,8 +127,9 @@ const tf_strategy tf_strategy_dataparallel = {"dataparallel", true, false, no_in
                                               dp_reduce,      dp_overflow, no_norm, dp_after};
 
 /* --- pipeline: the stages' step (trainer_pipeline.c) reduces each stage's
- * gradients over its replicas itself; the optimizer step only makes the
- * overflow check and the gradient norm the whole model's ------------------- */
+ * gradients over its replicas itself; the optimizer step, over the stage's
+ * own range, only makes the overflow check and the gradient norm the whole
+ * model's ------------------------------------------------------------------ */
 
 /* an overflow in any stage skips the step in all */
 static tf_status pipe_overflow(tf_trainer *t, bool *found_inf, tf_error *err)
@@ -142,5 +143,6 @@ static tf_status pipe_overflow(tf_trainer *t, bool *found_inf, tf_error *err)
 /* each stage holds its own parameters' gradients: the norm is over all stages */
 static tf_status pipe_norm(tf_trainer *t, double *sq, tf_error *err) { return tf_pipeline_sum(t, sq, 1, err); }
 
-const tf_strategy tf_strategy_pipeline = {"pipeline", false, false, no_init,   no_free,  no_hook,
+/* sharded: a stage's optimizer range is its own parameters (tf_pipeline_own_state) */
+const tf_strategy tf_strategy_pipeline = {"pipeline", false, true, no_init,   no_free,  no_hook,
                                           no_reduce,  pipe_overflow, pipe_norm, no_after};

@@ -24,8 +24,9 @@
  *                 reduce-scatters them into the owners' shards; both
  *                 all-gather the updated parameters.
  *   pipeline      stages x replicas (trainer_pipeline.c runs the step and
- *                 reduces each stage's gradients over its replicas); the
- *                 overflow check and the gradient norm summed over stages. */
+ *                 reduces each stage's gradients over its replicas); each
+ *                 stage's optimizer range (and state) is its own parameters;
+ *                 the overflow check and the gradient norm summed over stages. */
 #ifndef TFCORE_TRAINER_STRATEGY_H
 #define TFCORE_TRAINER_STRATEGY_H
 
@@ -42,7 +43,8 @@ typedef struct tf_strategy {
     /* true: the sampler draws one global stream and each micro-batch is
      * scattered over the replicas (tf_sampler_set_batch) */
     bool scatter;
-    /* true: the optimizer state covers only [opt_lo, opt_lo + opt_n) (ZeRO) */
+    /* true: the optimizer state covers only [opt_lo, opt_lo + opt_n) (ZeRO's
+     * shard, a pipeline stage's parameters) */
     bool sharded;
     /* After the comm plugin is up (trace: TFCORE_TRACE_COMM's file or NULL;
      * the strategy owns it). */
@@ -67,7 +69,8 @@ extern const tf_strategy tf_strategy_none, tf_strategy_ddp, tf_strategy_datapara
 
 /* The strategy for this worker (the comm plugin and comm.zero_stage), and
  * this rank's optimizer range, set on t before the optimizer state is
- * allocated. */
+ * allocated (a pipeline stage's range is set by tf_pipeline_own_state after
+ * it: it needs the split, which can fail). */
 void tf_strategy_pick(struct tf_trainer *t);
 
 /* ZeRO's shard of rank r among world ranks over n elements: the first

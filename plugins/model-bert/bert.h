@@ -210,7 +210,11 @@ struct tf_model {
     int max_rows, max_seq;
     bert_layout lay;
     float *params;                /* [n] backend memory */
-    float *grads;                 /* [n] backend memory */
+    float *grads;                 /* [grad_n] backend memory: the gradients of flat elements
+                                     [grad_lo, grad_lo + grad_n) (all n, unless a pipeline
+                                     stage kept only its own: keep_stage_grads, ABI 1.5) */
+    size_t grad_lo, grad_n;
+    int grad_first, grad_end;     /* the stage whose gradients are kept (0, L: every layer) */
     void *wcompute;               /* [n] params cast to the compute dtype (== params for f32) */
     void *arena;                  /* every activation buffer, one allocation */
     size_t arena_bytes;
@@ -359,7 +363,7 @@ static inline const void *bert_w(const tf_model *m, size_t off)
     return (const char *)m->wcompute + off * m->esize;
 }
 static inline float *bert_p(const tf_model *m, size_t off) { return m->params + off; }
-static inline float *bert_g(const tf_model *m, size_t off) { return m->grads + off; }
+static inline float *bert_g(const tf_model *m, size_t off) { return m->grads + (off - m->grad_lo); }
 static inline void *bert_at(const tf_model *m, void *base, size_t elems)
 {
     return (char *)base + elems * m->esize;

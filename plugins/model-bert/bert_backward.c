@@ -206,6 +206,11 @@ tf_status bert_backward(tf_model *m, float loss_scale, tf_grads_ready_fn ready, 
                             "model-bert: backward after the forward of a stage (layers [%d, %d)); use "
                             "stage_backward",
                             m->stage_first, m->stage_end);
+    if (m->grad_n != m->lay.n)
+        return tf_error_set(err, TF_ERR_RUNTIME,
+                            "model-bert: backward of the whole model, but the model keeps the gradients of "
+                            "stage [%d, %d) only (keep_stage_grads)",
+                            m->grad_first, m->grad_end);
     return bert_backward_stage(m, NULL, NULL, loss_scale, ready, user, err);
 }
 

@@ -298,7 +298,8 @@ static void bert_memory(tf_model *m, tf_model_memory *out)
     const size_t f32 = m->lay.n * sizeof(float);
     size_t w = f32 + (m->wcompute != (void *)m->params ? m->lay.n * m->esize : 0);
     if (out->size >= offsetof(tf_model_memory, weights) + sizeof out->weights) out->weights = w;
-    if (out->size >= offsetof(tf_model_memory, gradients) + sizeof out->gradients) out->gradients = f32;
+    if (out->size >= offsetof(tf_model_memory, gradients) + sizeof out->gradients)
+        out->gradients = m->grad_n * sizeof(float);
     if (out->size >= offsetof(tf_model_memory, activations) + sizeof out->activations)
         out->activations = m->arena ? m->arena_bytes : 0;
 }
@@ -356,6 +357,10 @@ static tf_status bert_create(const tf_model_create_args *a, tf_model **out, tf_e
     if ((st = alloc_dev(m, pbytes, (void **)&m->params, err)) ||
         (st = alloc_dev(m, pbytes, (void **)&m->grads, err)))
         goto fail;
+    m->grad_lo = 0;
+    m->grad_n = m->lay.n;
+    m->grad_first = 0;
+    m->grad_end = c->num_layers;
     m->defer_loss = a->size >= offsetof(tf_model_create_args, defer_loss) + sizeof a->defer_loss &&
                     a->defer_loss;
     if (m->defer_loss) {
@@ -395,13 +400,13 @@ static void bert_params(tf_model *m, const tf_param_info **list, size_t *n)
 static void bert_buffers(tf_model *m, tf_model_buffers *out)
 {
     out->params = m->params;
-    out->grads = m->grads;
+    out->grads = m->grad_n == m->lay.n ? m->grads : NULL; /* a stage's range only: keep_stage_grads */
     out->n = m->lay.n;
 }
 
 static tf_status bert_zero_grad(tf_model *m, tf_error *err)
 {
-    return bert_zero(m, m->grads, m->lay.n * sizeof(float), err);
+    return bert_zero(m, m->grads, m->grad_n * sizeof(float), err);
 }
 
 static tf_status bert_forward_slot(tf_model *m, const tf_batch *b, bool train,
@@ -445,7 +450,45 @@ static void bert_stage_params(tf_model *m, int first, int end, size_t *offset, s
 static tf_status bert_stage_backward_slot(tf_model *m, const void *grad_out, void *grad_in,
                                           float loss_scale, tf_error *err)
 {
+    if (m->grad_n != m->lay.n && m->have_forward &&
+        (m->stage_first != m->grad_first || m->stage_end != m->grad_end))
+        return tf_error_set(err, TF_ERR_RUNTIME,
+                            "model-bert: stage_backward of layers [%d, %d), but the model keeps the "
+                            "gradients of stage [%d, %d) only (keep_stage_grads)",
+                            m->stage_first, m->stage_end, m->grad_first, m->grad_end);
     return bert_backward_stage(m, grad_out, grad_in, loss_scale, NULL, NULL, err);
+}
+
+/* The stage's range of the gradients in a buffer of its own; the whole
+ * buffer is freed (bert_g indexes from grad_lo). */
+static tf_status bert_keep_stage_grads(tf_model *m, int first, int end, float **grads, tf_error *err)
+{
+    const int L = m->cfg.num_layers;
+    if (first < 0 || end > L || first >= end)
+        return tf_error_set(err, TF_ERR_RUNTIME, "model-bert: keep_stage_grads of layers [%d, %d) of %d", first,
+                            end, L);
+    if (m->grad_n != m->lay.n)
+        return tf_error_set(err, TF_ERR_RUNTIME,
+                            "model-bert: keep_stage_grads called twice (the gradients of [%d, %d) are kept)",
+                            m->grad_first, m->grad_end);
+    size_t off, n;
+    bert_stage_params(m, first, end, &off, &n);
+    float *g = NULL;
+    BERT_TRY(alloc_dev(m, n * sizeof(float), (void **)&g, err));
+    tf_status st = bert_zero(m, g, n * sizeof(float), err);
+    if (!st) st = bert_sync(m, err); /* nothing queued reads the old buffer any more */
+    if (st) {
+        m->bk->free(m->be, g, TF_MEM_DEVICE);
+        return st;
+    }
+    m->bk->free(m->be, m->grads, TF_MEM_DEVICE);
+    m->grads = g;
+    m->grad_lo = off;
+    m->grad_n = n;
+    m->grad_first = first;
+    m->grad_end = end;
+    *grads = g;
+    return TF_OK;
 }
 
 static const tf_model_vtable bert_vtable = {
@@ -468,6 +511,7 @@ static const tf_model_vtable bert_vtable = {
     .stage_params = bert_stage_params,
     .stage_forward = bert_forward_stage,
     .stage_backward = bert_stage_backward_slot,
+    .keep_stage_grads = bert_keep_stage_grads,
 };
 
 TF_PLUGIN_DEFINE(TF_KIND_MODEL, "bert", "1.0.0",

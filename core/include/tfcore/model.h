@@ -7,7 +7,8 @@
  * ABI 1.2 (read_loss, tf_model_create_args.defer_loss and
  * .label_smoothing_factor appended); ABI 1.3 (set_rows, memory,
  * .gradient_checkpointing appended); ABI 1.4 (stage_params, stage_forward,
- * stage_backward appended: pipeline stages). New slots are appended at the
+ * stage_backward appended: pipeline stages); ABI 1.5 (keep_stage_grads
+ * appended: a stage's gradients only). New slots are appended at the
  * end and read through TF_HAS().
  */
 #ifndef TFCORE_MODEL_H
@@ -199,6 +200,17 @@ typedef struct tf_model_vtable {
      * accumulate, as backward's. */
     tf_status (*stage_backward)(tf_model *m, const void *grad_out, void *grad_in, float loss_scale,
                                 tf_error *err);
+    /* --- appended in ABI 1.5: optional, read through TF_HAS() ------------------ */
+    /* From now on this model trains only as stage [first, end) (a pipeline
+     * worker): keep gradients for that stage's range [offset, offset + count)
+     * (stage_params) only and free the rest. *grads gets the range's buffer
+     * ([count] f32, backend memory: grads[i] is the gradient of flat element
+     * offset + i; zero_grad zeroes it, stage_backward of that stage
+     * accumulates into it). Afterwards buffers() gives grads = NULL, memory()
+     * counts the range's gradients, backward and stage_backward of another
+     * stage fail with one line; forward, stage_forward and the parameter
+     * buffer (whole) are unchanged. Called once, before the first backward. */
+    tf_status (*keep_stage_grads)(tf_model *m, int first, int end, float **grads, tf_error *err);
 } tf_model_vtable;
 
 #ifdef __cplusplus
