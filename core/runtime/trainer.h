@@ -90,7 +90,8 @@ typedef struct tf_trainer {
     size_t opt_lo, opt_n;     /* the range of the flat buffers this rank's optimizer updates:
                                  [0, n) (none, ddp, dataparallel's rank 0), a shard (ZeRO),
                                  or empty (dataparallel's other ranks) */
-    tf_grad_buckets buckets;  /* DDP's (and ZeRO-1's) overlapped bucketed all-reduce */
+    tf_grad_buckets buckets;  /* DDP's and ZeRO's overlapped bucketed reductions */
+    struct tf_zero2 *zero2;   /* ZeRO-2's gradient residency (trainer_zero.c), or NULL */
     void *comm_scratch;       /* [TF_COMM_SCRATCH_BYTES] backend memory for small collectives */
     double comm_exposed;      /* seconds spent blocked on communication (part of phase[COMM]) */
     tf_comm_rank_log *rec;    /* this rank's slot of the flight recorder (comm_recorder.h) */
