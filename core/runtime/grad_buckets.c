@@ -124,7 +124,7 @@ static void wait_next(tf_grad_buckets *b, tf_error *err, tf_status *st)
 }
 
 /* Start grads[offset, offset+count): one all-reduce, or (to_owners) one
- * reduction per owner of a part, after waiting for the buckets before it. */
+ * reduction per owner's part (the parts cut where the shards meet). */
 static void start(tf_grad_buckets *b, size_t offset, size_t count)
 {
     if (b->st || count == 0) return;
