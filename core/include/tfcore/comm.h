@@ -7,7 +7,8 @@
  * is its call too.
  *
  * ABI 1.1 (abort appended); ABI 1.4 (reduce_scatter, all_gather appended for
- * ZeRO; then send, recv for pipeline stages). New slots are appended at the
+ * ZeRO; then send, recv for pipeline stages); ABI 1.5 (reduce_start for
+ * ZeRO-2's buckets). New slots are appended at the
  * end and read through TF_HAS().
  */
 #ifndef TFCORE_COMM_H
