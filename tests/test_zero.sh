@@ -6,6 +6,8 @@
 #    (stage 1), chunked MPI calls (stage 2) and gradient accumulation (stage 2 at
 #    2 and 3 micro-batches, reduced into the shards every micro-batch); at world 3,
 #    where the parameters do not divide and the last rank owns the tail;
+#  - stage 2 on a comm plugin without reduce_start (comm-mpi cut to ABI 1.4,
+#    tests/abi14): each owner's part all-reduced, DDP's parameters;
 #  - stage 2: results.json's gradients are the rank's shard plus the buckets in
 #    flight (measured resident bytes), and a bucket is reduced to its owners and
 #    released before backward ends (TFCORE_TRACE_COMM);
@@ -25,7 +27,7 @@ ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
 OMPI_MCA_mca_base_component_disable_dlclose=1
 OMPI_MCA_btl="self,vader"
 export LSAN_OPTIONS ASAN_OPTIONS OMPI_MCA_mca_base_component_disable_dlclose OMPI_MCA_btl
-export TFCORE_PLUGIN_PATH="$top_builddir/tests/comm-shm/.libs${TFCORE_PLUGIN_PATH:+:$TFCORE_PLUGIN_PATH}"
+export TFCORE_PLUGIN_PATH="$top_builddir/tests/comm-shm/.libs:$top_builddir/tests/abi14/.libs${TFCORE_PLUGIN_PATH:+:$TFCORE_PLUGIN_PATH}"
 diff_tool="$top_builddir/tests/params_diff"
 tmp=$(mktemp -d /tmp/tfcore-zero-XXXXXX)
 trap '[ -n "${KEEP:-}" ] || rm -rf "$tmp"' EXIT
@@ -86,6 +88,16 @@ ACC=2 cfg z1acc 4 "$(mpi 2 'zero_stage = 1;')" && train z1acc && same base z1acc
 cfg base12 12 && train base12
 cfg z1w3 4 "$(mpi 3 'zero_stage = 1;')" && train z1w3 && same base12 z1w3
 cfg z2w3 4 "$(mpi 3 'zero_stage = 2;')" && train z2w3 && same base12 z2w3
+
+# a comm plugin without reduce_start (ABI 1.4): each owner's part all-reduced instead, the same result
+if have_plugin mpi14; then
+    cfg z2old 8 "$(printf 'comm = { plugin = "mpi14"; world_size = 2; zero_stage = 2; bucket_mb = 0.5; };')"
+    if TFCORE_TRACE_COMM="$tmp/z2old.trace" "$tfcore" -c "$tmp/z2old.cfg" >"$tmp/z2old.out" 2>&1; then ok; else
+        bad "z2old: tfcore exited $?"; tail -n 20 "$tmp/z2old.out"; fi
+    same ddp2 z2old
+    if grep -q ' allreduce_start ' "$tmp/z2old.trace.rank0" && ! grep -q ' reduce_start ' "$tmp/z2old.trace.rank0"; then ok
+    else bad "z2old: not all-reduced part by part"; fi
+else bad "the test plugin mpi14 (tests/abi14) is not built"; fi
 
 # --- 2. memory per rank, and the dry run ---------------------------------------
 opt() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['tfcore']['memory_bytes']['optimizer_states'])" "$tmp/$1/results.json"; }

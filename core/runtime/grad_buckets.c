@@ -5,7 +5,6 @@
 #include "clock.h"
 #include "grad_buckets.h"
 #include "tfcore/plugin.h"
-#include "trainer_strategy.h"
 
 #define FIRST_BUCKET_BYTES (1u << 20) /* torch DDP's _DEFAULT_FIRST_BUCKET_BYTES */
 
@@ -32,6 +31,7 @@ tf_status tf_grad_buckets_init(tf_grad_buckets *b, const tf_comm_vtable *cvt, tf
 void tf_grad_buckets_free(tf_grad_buckets *b)
 {
     free(b->inflight);
+    free(b->bounds);
     if (b->trace) fclose(b->trace);
     memset(b, 0, sizeof *b);
 }
@@ -42,15 +42,31 @@ void tf_grad_buckets_trace(tf_grad_buckets *b, const char *event, size_t a, size
     fprintf(b->trace, "%.6f %s %zu %zu\n", tf_now() - b->trace_t0, event, a, c);
 }
 
-void tf_grad_buckets_to_owners(tf_grad_buckets *b, int world, int rank, tf_reduce_op op, tf_grad_retire_fn retire,
-                               void *user)
+tf_status tf_grad_buckets_to_owners(tf_grad_buckets *b, int world, int rank, const size_t *bounds, tf_reduce_op op,
+                                    tf_grad_retire_fn retire, void *user, tf_error *err)
 {
+    b->bounds = malloc(((size_t)world + 1) * sizeof *b->bounds);
+    if (!b->bounds) return tf_error_set(err, TF_ERR_RUNTIME, "out of memory for gradient buckets");
+    memcpy(b->bounds, bounds, ((size_t)world + 1) * sizeof *b->bounds);
     b->to_owners = true;
     b->world = world;
     b->rank = rank;
     b->op = op;
     b->retire = retire;
     b->retire_user = user;
+    return TF_OK;
+}
+
+/* The rank that owns element i (bounds ascending: the last r with bounds[r] <= i). */
+static int owner_of(const tf_grad_buckets *b, size_t i)
+{
+    int lo = 0, hi = b->world - 1;
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (b->bounds[mid] <= i) lo = mid;
+        else hi = mid - 1;
+    }
+    return lo;
 }
 
 void tf_grad_buckets_begin(tf_grad_buckets *b)
@@ -134,11 +150,8 @@ static void start(tf_grad_buckets *b, size_t offset, size_t count)
         return;
     }
     for (size_t at = offset, end = offset + count; at < end && !b->st;) {
-        size_t lo, n;
-        size_t block = b->n / (size_t)b->world;
-        int r = (int)(at / block < (size_t)b->world ? at / block : (size_t)b->world - 1);
-        tf_zero_shard(b->n, b->world, r, &lo, &n);
-        size_t stop = lo + n < end ? lo + n : end;
+        int r = owner_of(b, at);
+        size_t stop = b->bounds[r + 1] < end ? b->bounds[r + 1] : end;
         start_part(b, at, stop - at, r);
         at = stop;
     }

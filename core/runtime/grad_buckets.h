@@ -60,7 +60,8 @@ typedef struct tf_grad_buckets {
     double trace_t0;
     /* to_owners (ZeRO-2) */
     bool to_owners;
-    int world, rank;           /* the shard layout: tf_zero_shard(n, world, r) */
+    int world, rank;
+    size_t *bounds;            /* [world + 1] rank r owns grads[bounds[r], bounds[r+1]) */
     tf_reduce_op op;           /* the parts' reduction (ZeRO-2: sum; the caller averages its shard) */
     tf_grad_retire_fn retire;
     void *retire_user;
@@ -74,9 +75,11 @@ tf_status tf_grad_buckets_init(tf_grad_buckets *b, const tf_comm_vtable *cvt, tf
                                size_t n, double bucket_mb, FILE *trace, tf_error *err);
 void tf_grad_buckets_free(tf_grad_buckets *b);
 
-/* Make b reduce each bucket to the owners of its parts (ZeRO-2, see above). */
-void tf_grad_buckets_to_owners(tf_grad_buckets *b, int world, int rank, tf_reduce_op op, tf_grad_retire_fn retire,
-                               void *user);
+/* Make b reduce each bucket to the owners of its parts (ZeRO-2, see above):
+ * rank r owns grads[bounds[r], bounds[r+1]) (bounds[world + 1], ascending,
+ * from 0 to n; copied). */
+tf_status tf_grad_buckets_to_owners(tf_grad_buckets *b, int world, int rank, const size_t *bounds, tf_reduce_op op,
+                                    tf_grad_retire_fn retire, void *user, tf_error *err);
 
 /* Start of a step's last backward (to_owners: of every backward). */
 void tf_grad_buckets_begin(tf_grad_buckets *b);

@@ -215,7 +215,16 @@ static tf_status zero2_init(tf_trainer *t, FILE *trace, tf_error *err)
     struct tf_zero2 *z = calloc(1, sizeof *z);
     if (!z) return tf_error_set(err, TF_ERR_RUNTIME, "out of memory for ZeRO-2's state");
     t->zero2 = z;
-    tf_grad_buckets_to_owners(&t->buckets, t->world, t->rank, TF_REDUCE_SUM, zero2_retire, t);
+    size_t *bounds = malloc(((size_t)t->world + 1) * sizeof *bounds);
+    if (!bounds) return tf_error_set(err, TF_ERR_RUNTIME, "out of memory for ZeRO-2's shard bounds");
+    for (int r = 0; r < t->world; r++) {
+        size_t n;
+        tf_zero_shard(t->buf.n, t->world, r, &bounds[r], &n);
+    }
+    bounds[t->world] = t->buf.n;
+    st = tf_grad_buckets_to_owners(&t->buckets, t->world, t->rank, bounds, TF_REDUCE_SUM, zero2_retire, t, err);
+    free(bounds);
+    if (st) return st;
     z->host = TF_HAS(t->bvt, host_memory) && t->bvt->host_memory && t->bvt->host_memory(t->be);
     if (!z->host) return TF_OK;
     long pg = sysconf(_SC_PAGESIZE);
