@@ -29,7 +29,8 @@
  *
  * The model's f32 parameter buffer stays whole on every rank: with fp32 it
  * is the forward's weights; with fp16/bf16 it is the fp32 master copy the
- * model casts its compute copy from (and reads LayerNorm parameters from),
+ * model casts its compute copy from at every forward (and reads LayerNorm's
+ * parameters from),
  * which the model ABI gives no way to hold in part. On a device backend
  * (CUDA) the gradient buffer is one allocation the model owns: parts are
  * zeroed, not freed, so device memory is not divided (docs/PARALLEL.md). */
