@@ -14,7 +14,9 @@
 # 0's peak RSS and memory by category):
 #   ddp-x2        plain DDP (comm mpi, zero_stage = 0), the reference of the two below
 #   zero1-x2      comm.zero_stage = 1 (AdamW moments sharded)
-#   zero2-x2      comm.zero_stage = 2 (and gradients reduce-scattered) ROUNDS rounds, each running the four once (the order rotated
+#   zero2-x2      comm.zero_stage = 2 (and gradients reduced to their owners bucket by bucket
+#                 during backward, the rest of the buffer given back: gradients / 2 + buckets)
+# (the x2 runs with comm.bucket_mb = BUCKET_MB, default 4), ROUNDS rounds, each running the four once (the order rotated
 # every round), medians; min-max of samples/s in brackets. Step time vs the
 # baseline is the median over rounds of the ratio within a round, which a
 # machine whose load changes between rounds skews less than a ratio of medians.
@@ -33,6 +35,9 @@ model="${3:-MiniLM-L6}"
 batch="${4:-16}"
 seq="${5:-256}"
 warmup=1
+# the x2 runs' comm.bucket_mb: ZeRO-2 keeps its shard and the buckets in flight resident,
+# so a bucket well below the model's size shows the division (DDP and ZeRO-1 use the same)
+bucket_mb="${BUCKET_MB:-4}"
 case "$model" in
     MiniLM-L6) shape="num_hidden_layers = 6; hidden_size = 384; num_attention_heads = 12; intermediate_size = 1536;"
                desc="MiniLM-L6 (L6 H384 A12 I1536)" ;;
@@ -58,7 +63,7 @@ for name in "${runs[@]}"; do
         both) extra='gradient_checkpointing = true; optim = "adafactor";' ;;
         *-x2) per_device=$((batch / 2))
               stage=0; case "$name" in zero1*) stage=1 ;; zero2*) stage=2 ;; esac
-              comm="comm = { plugin = \"mpi\"; world_size = 2; zero_stage = $stage; };"
+              comm="comm = { plugin = \"mpi\"; world_size = 2; zero_stage = $stage; bucket_mb = $bucket_mb; };"
               extra="output_dir = \"$tmp/$name.run\"; overwrite_output_dir = true; max_steps = $((steps + warmup));
                      save_strategy = \"no\"; logging_steps = 1000;" ;;
     esac
@@ -129,6 +134,7 @@ for name in "${runs[@]}"; do
         "$m_peak_rss_mb" "$m_peak_backend_memory_mb" "$m_weights" "$m_gradients" "$m_optimizer_states" \
         "$m_activations" "$m_temporaries"
     eval "r_${name//-/_}=$ratio; o_${name//-/_}=$m_optimizer_states; a_${name//-/_}=$m_activations"
+    eval "g_${name//-/_}=$m_gradients; p_${name//-/_}=$m_peak_rss_mb"
 done
 echo
 awk -v t="$r_checkpointing" -v ba="$b_act" -v ca="$a_checkpointing" -v bo="$b_opt" -v ao="$o_adafactor" \
@@ -136,4 +142,6 @@ awk -v t="$r_checkpointing" -v ba="$b_act" -v ca="$a_checkpointing" -v bo="$b_op
 if [ -n "${o_zero1_x2:-}" ]; then
     awk -v d="$o_ddp_x2" -v z1="$o_zero1_x2" -v z2="$o_zero2_x2" \
         'BEGIN {printf "headline: rank 0 optimizer states: DDP x2 %.1f MiB, ZeRO-1 x2 %.1f MiB (/%.2f), ZeRO-2 x2 %.1f MiB (/%.2f)\n", d, z1, d / z1, z2, d / z2}'
+    awk -v d="$g_ddp_x2" -v z1="$g_zero1_x2" -v z2="$g_zero2_x2" -v pd="$p_ddp_x2" -v p1="$p_zero1_x2" -v p2="$p_zero2_x2" \
+        -v b="$bucket_mb" 'BEGIN {printf "headline: rank 0 gradients resident: DDP x2 %.1f MiB, ZeRO-1 x2 %.1f MiB, ZeRO-2 x2 %.1f MiB (/%.2f; bucket_mb %s); peak RSS DDP %.0f, ZeRO-1 %.0f, ZeRO-2 %.0f MiB (ZeRO-2 - ZeRO-1: %.0f MiB)\n", d, z1, z2, d / z2, b, pd, p1, p2, p2 - p1}'
 fi

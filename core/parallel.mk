@@ -29,6 +29,14 @@ EXTRA_DIST += tests/test_parallel.sh
 # checkpoints and resume across world sizes, refusals (tests/test_zero.sh).
 TESTS += tests/test_zero.sh
 EXTRA_DIST += tests/test_zero.sh
+# comm-mpi cut to the ABI 1.4 vtable (no reduce_start): ZeRO-2's fallback
+if HAVE_MPI
+check_LTLIBRARIES += tests/abi14/tfcore-comm-mpi14.la
+tests_abi14_tfcore_comm_mpi14_la_SOURCES = tests/abi14/comm_mpi_abi14.c
+tests_abi14_tfcore_comm_mpi14_la_CPPFLAGS = $(AM_CPPFLAGS) \
+	-DCOMM_MPI_SO='"$(abs_top_builddir)/plugins/comm-mpi/.libs/tfcore-comm-mpi.so"'
+tests_abi14_tfcore_comm_mpi14_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
+endif
 # The collectives' flight recorder and its report (comm_recorder.c).
 check_PROGRAMS += tests/test_comm_recorder
 tests_test_comm_recorder_SOURCES = tests/test_comm_recorder.c

@@ -215,6 +215,7 @@ SLOT_AT(tf_comm_vtable, reduce_scatter, 11); /* 1.4 */
 SLOT_AT(tf_comm_vtable, all_gather, 12);     /* 1.4 */
 SLOT_AT(tf_comm_vtable, send, 13);           /* 1.4 */
 SLOT_AT(tf_comm_vtable, recv, 14);           /* 1.4 */
+SLOT_AT(tf_comm_vtable, reduce_start, 15);   /* 1.5 */
 
 SLOT_AT(tf_precision_vtable, check_config, 0);
 SLOT_AT(tf_precision_vtable, create, 1);

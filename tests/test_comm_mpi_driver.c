@@ -393,6 +393,49 @@ static void sharded_checks(scenario *s)
           "%s: reduce_scatter of I32: %s", s->name, err.msg);
 }
 
+/* ZeRO-2's reduce_start (ABI 1.5): one buffer cut into a part per rank, every
+ * part's reduction to its rank in flight at once, waited in reverse order;
+ * each root's part holds the sum (average) over ranks. Parts of 0, 1, 7 and
+ * 250001 elements (several MPI calls on the staged scenario). */
+static void reduce_start_checks(scenario *s)
+{
+    const tf_backend_vtable *vt = s->bvt;
+    const size_t parts[] = {0, 1, 7, 250001};
+    for (int op = 0; op < 2; op++)
+        for (size_t k = 0; k < sizeof parts / sizeof parts[0]; k++) {
+            size_t b = parts[k], n = b * (size_t)size_, bytes = n * sizeof(float);
+            float *h = malloc(bytes ? bytes : 1);
+            void *d = dev_alloc(vt, bytes);
+            fill(h, TF_DTYPE_F32, n, rank_);
+            to_dev(vt, d, h, bytes);
+            tf_error err = {0};
+            tf_comm_request *req[64] = {0};
+            tf_status st = TF_OK;
+            for (int r = 0; r < size_ && r < 64 && !st; r++)
+                st = cvt->reduce_start(s->c, (float *)d + (size_t)r * b, b, TF_DTYPE_F32, (tf_reduce_op)op, r, &req[r],
+                                       &err);
+            for (int r = (size_ < 64 ? size_ : 64) - 1; r >= 0 && !st; r--) st = cvt->wait(s->c, req[r], &err);
+            check(st == TF_OK, "%s: reduce_start of %zu a part: %s", s->name, b, err.msg);
+            from_dev(vt, h, d, bytes);
+            size_t wrong = b;
+            for (size_t i = 0; i < b && wrong == b; i++) {
+                size_t g = (size_t)rank_ * b + i;
+                double sum = sum_over_ranks(g);
+                if (h[g] != (op ? (float)sum / (float)size_ : (float)sum)) wrong = i;
+            }
+            check(wrong == b, "%s: reduce_start %s of %zu: own element %zu is wrong", s->name, op ? "avg" : "sum", b,
+                  wrong);
+            vt->free(be, d, TF_MEM_DEVICE);
+            free(h);
+        }
+    tf_error err = {0};
+    tf_comm_request *req = NULL;
+    float x = 0;
+    tf_status st = cvt->reduce_start(s->c, &x, 1, TF_DTYPE_F32, TF_REDUCE_SUM, size_, &req, &err);
+    check(st != TF_OK && strstr(err.msg, "reduce_start: root"), "%s: reduce_start to rank %d: %s", s->name, size_,
+          err.msg);
+}
+
 static void broadcast_checks(scenario *s)
 {
     const tf_backend_vtable *vt = s->bvt;
@@ -565,6 +608,7 @@ static void mode_collectives(const char *dir)
         allreduce_checks(&sc[i], i == 2);
         reduce_checks(&sc[i]);
         sharded_checks(&sc[i]);
+        reduce_start_checks(&sc[i]);
         broadcast_checks(&sc[i]);
         barrier_checks(&sc[i], dir);
         argument_error_checks(&sc[i]);

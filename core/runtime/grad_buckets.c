@@ -4,6 +4,7 @@
 
 #include "clock.h"
 #include "grad_buckets.h"
+#include "tfcore/plugin.h"
 
 #define FIRST_BUCKET_BYTES (1u << 20) /* torch DDP's _DEFAULT_FIRST_BUCKET_BYTES */
 
@@ -30,6 +31,7 @@ tf_status tf_grad_buckets_init(tf_grad_buckets *b, const tf_comm_vtable *cvt, tf
 void tf_grad_buckets_free(tf_grad_buckets *b)
 {
     free(b->inflight);
+    free(b->bounds);
     if (b->trace) fclose(b->trace);
     memset(b, 0, sizeof *b);
 }
@@ -40,10 +42,41 @@ void tf_grad_buckets_trace(tf_grad_buckets *b, const char *event, size_t a, size
     fprintf(b->trace, "%.6f %s %zu %zu\n", tf_now() - b->trace_t0, event, a, c);
 }
 
+tf_status tf_grad_buckets_to_owners(tf_grad_buckets *b, int world, int rank, const size_t *bounds, tf_reduce_op op,
+                                    tf_grad_retire_fn retire, void *user, tf_error *err)
+{
+    b->bounds = malloc(((size_t)world + 1) * sizeof *b->bounds);
+    if (!b->bounds) return tf_error_set(err, TF_ERR_RUNTIME, "out of memory for gradient buckets");
+    memcpy(b->bounds, bounds, ((size_t)world + 1) * sizeof *b->bounds);
+    b->to_owners = true;
+    b->world = world;
+    b->rank = rank;
+    b->op = op;
+    b->retire = retire;
+    b->retire_user = user;
+    return TF_OK;
+}
+
+/* The rank that owns element i (bounds ascending: the last r with bounds[r] <= i). */
+static int owner_of(const tf_grad_buckets *b, size_t i)
+{
+    int lo = 0, hi = b->world - 1;
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (b->bounds[mid] <= i) lo = mid;
+        else hi = mid - 1;
+    }
+    return lo;
+}
+
 void tf_grad_buckets_begin(tf_grad_buckets *b)
 {
     b->open_offset = b->open_count = 0;
     b->ninflight = 0;
+    b->nwaited = 0;
+    b->inflight_count = 0;
+    b->early_wait = 0;
+    b->pending = true;
     b->started = 0;
     b->first_start = 0;
     b->st = TF_OK;
@@ -51,8 +84,9 @@ void tf_grad_buckets_begin(tf_grad_buckets *b)
     tf_grad_buckets_trace(b, "backward_begin", 0, 0);
 }
 
-/* Start the all-reduce (average) of grads[offset, offset+count). */
-static void start(tf_grad_buckets *b, size_t offset, size_t count)
+/* Start the all-reduce (average) of grads[offset, offset+count), or
+ * (root >= 0) its reduction to rank root. */
+static void start_part(tf_grad_buckets *b, size_t offset, size_t count, int root)
 {
     if (b->st || count == 0) return;
     if (b->ninflight == b->capacity) {
@@ -69,17 +103,59 @@ static void start(tf_grad_buckets *b, size_t offset, size_t count)
     g->offset = offset;
     g->count = count;
     g->req = NULL;
-    g->seq = tf_comm_rec_enter(b->rec, TF_COMM_ALLREDUCE, count * sizeof(float), (int)b->ninflight + 1,
-                               (int)b->last_nbuckets);
-    tf_grad_buckets_trace(b, "allreduce_start", offset, count);
+    g->root = root;
+    bool reduce = root >= 0 && TF_HAS(b->cvt, reduce_start) && b->cvt->reduce_start;
+    g->seq = tf_comm_rec_enter(b->rec, reduce ? TF_COMM_REDUCE : TF_COMM_ALLREDUCE, count * sizeof(float),
+                               (int)b->ninflight + 1, (int)b->last_nbuckets);
+    tf_grad_buckets_trace(b, reduce ? "reduce_start" : "allreduce_start", offset, count);
     tf_comm_rec_block(b->rec, g->seq); /* a start may wait too (dp-master's is synchronous) */
-    b->st = b->cvt->allreduce_start(b->comm, b->grads + offset, count, TF_DTYPE_F32, TF_REDUCE_AVG, &g->req,
-                                    &b->err);
+    if (reduce)
+        b->st = b->cvt->reduce_start(b->comm, b->grads + offset, count, TF_DTYPE_F32, b->op, root, &g->req, &b->err);
+    else /* an older plugin without reduce_start: the owner's part all-reduced */
+        b->st = b->cvt->allreduce_start(b->comm, b->grads + offset, count, TF_DTYPE_F32,
+                                        root >= 0 ? b->op : TF_REDUCE_AVG, &g->req, &b->err);
     if (!b->st) tf_comm_rec_block(b->rec, 0); /* a failed one stays the one the rank is in */
     if (!b->st) {
         b->ninflight++;
-        b->started += count;
+        b->inflight_count += count;
     }
+}
+
+/* Wait for inflight[nwaited] and hand it to retire (to_owners). An error
+ * is kept in b->st (or, once one is, this wait's is dropped). */
+static void wait_next(tf_grad_buckets *b, tf_error *err, tf_status *st)
+{
+    tf_grad_bucket *g = &b->inflight[b->nwaited++];
+    tf_error e = {0};
+    if (!*st) tf_comm_rec_block(b->rec, g->seq); /* after an error: the failed one */
+    tf_status w = b->cvt->wait(b->comm, g->req, &e);
+    tf_grad_buckets_trace(b, g->root >= 0 ? "reduce_done" : "allreduce_done", g->offset, g->count);
+    b->inflight_count -= g->count;
+    if (!w && !*st) {
+        tf_comm_rec_exit(b->rec, g->seq);
+        tf_comm_rec_block(b->rec, 0);
+        if (b->to_owners && b->retire) w = b->retire(b->retire_user, g->offset, g->count, g->root == b->rank, &e);
+    }
+    if (w && !*st) *st = tf_error_set(err, w, "%s", e.msg);
+}
+
+/* Start grads[offset, offset+count): one all-reduce, or (to_owners) one
+ * reduction per owner's part (the parts cut where the shards meet). */
+static void start(tf_grad_buckets *b, size_t offset, size_t count)
+{
+    if (b->st || count == 0) return;
+    if (!b->to_owners) {
+        start_part(b, offset, count, -1);
+        if (!b->st) b->started += count;
+        return;
+    }
+    for (size_t at = offset, end = offset + count; at < end && !b->st;) {
+        int r = owner_of(b, at);
+        size_t stop = b->bounds[r + 1] < end ? b->bounds[r + 1] : end;
+        start_part(b, at, stop - at, r);
+        at = stop;
+    }
+    if (!b->st) b->started += count;
 }
 
 /* Start the open run in pieces of at most the bucket size. */
@@ -105,6 +181,14 @@ void tf_grad_buckets_ready(void *user, size_t offset, size_t count)
                              "the model reported gradients [%zu, %zu) ready, past its %zu parameters", offset,
                              offset + count, b->n);
         return;
+    }
+    if (b->to_owners && b->nwaited < b->ninflight) {
+        /* the buckets started before this range had its backward to finish in:
+         * their memory goes now, before backward writes the next range */
+        double t0 = tf_now();
+        while (!b->st && b->nwaited < b->ninflight) wait_next(b, &b->err, &b->st);
+        b->early_wait += tf_now() - t0;
+        if (b->st) return;
     }
     if (b->open_count && offset != b->open_offset + b->open_count) flush(b, true); /* not adjacent */
     if (b->open_count == 0) b->open_offset = offset;
@@ -149,21 +233,13 @@ tf_status tf_grad_buckets_finish(tf_grad_buckets *b, double *span, double *expos
     tf_status st = b->st;
     if (st) tf_error_set(err, st, "%s", b->err.msg);
     /* wait for every started bucket even after an error, so none is left in flight */
-    for (size_t i = 0; i < b->ninflight; i++) {
-        tf_error e = {0};
-        if (!st) tf_comm_rec_block(b->rec, b->inflight[i].seq); /* after an error: the failed one */
-        tf_status w = b->cvt->wait(b->comm, b->inflight[i].req, &e);
-        tf_grad_buckets_trace(b, "allreduce_done", b->inflight[i].offset, b->inflight[i].count);
-        if (!w && !st) {
-            tf_comm_rec_exit(b->rec, b->inflight[i].seq);
-            tf_comm_rec_block(b->rec, 0);
-        }
-        if (w && !st) st = tf_error_set(err, w, "%s", e.msg);
-    }
+    while (b->nwaited < b->ninflight) wait_next(b, err, &st);
     double t1 = tf_now();
-    *exposed = t1 - t0;
+    *exposed = t1 - t0 + b->early_wait;
     *span = b->ninflight ? t1 - b->first_start : 0;
     b->last_nbuckets = b->ninflight;
     b->ninflight = 0;
+    b->nwaited = 0;
+    b->pending = false;
     return st;
 }

@@ -9,7 +9,17 @@
  * started right away, so communication overlaps the rest of backward. Before
  * the optimizer, tf_grad_buckets_finish starts whatever is left (ranges the
  * model never reported included) and waits for every bucket: only that wait
- * is "exposed" communication time. */
+ * is "exposed" communication time.
+ *
+ * ZeRO-2 (tf_grad_buckets_to_owners) reduces each bucket instead to the
+ * owners of its elements (the comm's reduce_start, one call per owner's part
+ * of the bucket, ABI 1.5; an all-reduce of the part without it). Each ready
+ * range first waits for the buckets started before it (they had that
+ * range's backward to complete in), and every part whose wait returned is
+ * handed to a retire callback, so the caller can free the memory of the
+ * parts other ranks own while backward goes on: what is resident is the
+ * open bucket, the buckets of the last ready range, and the range backward
+ * is writing. */
 #ifndef TFCORE_GRAD_BUCKETS_H
 #define TFCORE_GRAD_BUCKETS_H
 
@@ -24,7 +34,12 @@ typedef struct tf_grad_bucket {
     size_t offset, count;   /* elements of grads */
     tf_comm_request *req;
     uint64_t seq;           /* its number in the flight recorder */
+    int root;               /* to_owners: the rank it is reduced to (-1: all-reduced) */
 } tf_grad_bucket;
+
+/* to_owners: grads[offset, offset + count) was reduced to rank root (own: this
+ * rank) and the wait returned. A failure stops the step (kept as the first error). */
+typedef tf_status (*tf_grad_retire_fn)(void *user, size_t offset, size_t count, bool own, tf_error *err);
 
 typedef struct tf_grad_buckets {
     const tf_comm_vtable *cvt;
@@ -43,13 +58,30 @@ typedef struct tf_grad_buckets {
     size_t last_nbuckets;      /* buckets the previous step had (the recorder's "of n"; 0: first step) */
     FILE *trace;               /* TFCORE_TRACE_COMM: one line per event, or NULL */
     double trace_t0;
+    /* to_owners (ZeRO-2) */
+    bool to_owners;
+    int world, rank;
+    size_t *bounds;            /* [world + 1] rank r owns grads[bounds[r], bounds[r+1]) */
+    tf_reduce_op op;           /* the parts' reduction (ZeRO-2: sum; the caller averages its shard) */
+    tf_grad_retire_fn retire;
+    void *retire_user;
+    size_t nwaited;            /* inflight[0, nwaited) already waited for this backward */
+    size_t inflight_count;     /* elements started and not yet waited for */
+    bool pending;              /* a backward began and was not finished yet */
+    double early_wait;         /* seconds this backward waited for earlier buckets (exposed) */
 } tf_grad_buckets;
 
 tf_status tf_grad_buckets_init(tf_grad_buckets *b, const tf_comm_vtable *cvt, tf_comm *comm, float *grads,
                                size_t n, double bucket_mb, FILE *trace, tf_error *err);
 void tf_grad_buckets_free(tf_grad_buckets *b);
 
-/* Start of a step's last backward. */
+/* Make b reduce each bucket to the owners of its parts (ZeRO-2, see above):
+ * rank r owns grads[bounds[r], bounds[r+1]) (bounds[world + 1], ascending,
+ * from 0 to n; copied). */
+tf_status tf_grad_buckets_to_owners(tf_grad_buckets *b, int world, int rank, const size_t *bounds, tf_reduce_op op,
+                                    tf_grad_retire_fn retire, void *user, tf_error *err);
+
+/* Start of a step's last backward (to_owners: of every backward). */
 void tf_grad_buckets_begin(tf_grad_buckets *b);
 /* The tf_grads_ready_fn handed to the model's backward (user = the buckets). */
 void tf_grad_buckets_ready(void *user, size_t offset, size_t count);

@@ -381,7 +381,7 @@ tf_status tf_trainer_optimizer_step(tf_trainer *t, const tf_lr_schedule *lrs, do
             tf_warn("step %lld: gradients overflowed at loss scale %g; step skipped, scale now %g",
                     (long long)t->global_step + 1, (double)scale_before, (double)t->pvt->loss_scale(t->prec));
     }
-    st = t->mvt->zero_grad(t->model, err);
+    st = t->strategy->zero_grads ? t->strategy->zero_grads(t, err) : t->mvt->zero_grad(t->model, err);
     t->phase[TF_PHASE_OPTIMIZER] += tf_now() - t0;
     if (!st) st = t->strategy->after_optimizer(t, *skipped, err);
     return st;

@@ -94,7 +94,8 @@ typedef struct tf_trainer {
     float *opt_grads;         /* [opt_n] that range's gradients: buf.grads + opt_lo, or a
                                  pipeline stage's own gradient buffer (model keep_stage_grads;
                                  buf.grads is then NULL) */
-    tf_grad_buckets buckets;  /* DDP's (and ZeRO-1's) overlapped bucketed all-reduce */
+    tf_grad_buckets buckets;  /* DDP's and ZeRO's overlapped bucketed reductions */
+    struct tf_zero2 *zero2;   /* ZeRO-2's gradient residency (trainer_zero.c), or NULL */
     void *comm_scratch;       /* [TF_COMM_SCRATCH_BYTES] backend memory for small collectives */
     double comm_exposed;      /* seconds spent blocked on communication (part of phase[COMM]) */
     tf_comm_rank_log *rec;    /* this rank's slot of the flight recorder (comm_recorder.h) */

@@ -13,13 +13,17 @@ bool tf_trainer_memory(tf_trainer *t, tf_memory_breakdown *out)
     t->mvt->memory(t->model, &mm);
     out->weights = mm.weights;
     out->gradients = mm.gradients;
+    size_t resident;
+    if (tf_zero2_gradient_bytes(t, &resident) && resident < out->gradients)
+        out->gradients = resident; /* ZeRO-2 returns the parts other ranks own to the system */
     out->activations = mm.activations;
     /* the moments cover this rank's shard under ZeRO (trainer_strategy.h), else every parameter */
     size_t moments = t->strategy && t->strategy->sharded ? t->opt_n : t->buf.n;
     if (t->exp_avg) out->optimizer_states += moments * sizeof(float);
     if (t->exp_avg_sq) out->optimizer_states += moments * sizeof(float);
     if (t->af_state) out->optimizer_states += t->af_state_n * sizeof(float) + t->af_workspace_bytes;
-    size_t sum = out->weights + out->gradients + out->optimizer_states + out->activations;
+    /* the backend's peak counts the gradient buffer as allocated, whole */
+    size_t sum = out->weights + mm.gradients + out->optimizer_states + out->activations;
     out->have_temporaries = false;
     if (t->bvt->mem_info) {
         tf_backend_mem_info mi = {0};

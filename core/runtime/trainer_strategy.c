@@ -70,7 +70,7 @@ static tf_status no_after(tf_trainer *t, bool skipped, tf_error *err)
 }
 
 const tf_strategy tf_strategy_none = {"none", false, false, no_init, no_free, no_hook, no_reduce, no_overflow, no_norm,
-                                      no_after};
+                                      no_after, NULL};
 
 /* --- ddp: bucketed all-reduce overlapping the last backward --------------- */
 
@@ -103,7 +103,7 @@ static tf_status ddp_reduce(tf_trainer *t, tf_error *err)
 }
 
 const tf_strategy tf_strategy_ddp = {"ddp", false, false, ddp_init, ddp_free, ddp_hook, ddp_reduce, no_overflow, no_norm,
-                                     no_after};
+                                     no_after, NULL};
 
 /* --- dataparallel: reduce to the root, the root steps, broadcast ---------- */
 
@@ -124,7 +124,7 @@ static tf_status dp_after(tf_trainer *t, bool skipped, tf_error *err)
 }
 
 const tf_strategy tf_strategy_dataparallel = {"dataparallel", true, false, no_init,     no_free, no_hook,
-                                              dp_reduce,      dp_overflow, no_norm, dp_after};
+                                              dp_reduce,      dp_overflow, no_norm, dp_after, NULL};
 
 /* --- pipeline: the stages' step (trainer_pipeline.c) reduces each stage's
  * gradients over its replicas itself; the optimizer step, over the stage's
@@ -145,4 +145,4 @@ static tf_status pipe_norm(tf_trainer *t, double *sq, tf_error *err) { return tf
 
 /* sharded: a stage's optimizer range is its own parameters (tf_pipeline_own_state) */
 const tf_strategy tf_strategy_pipeline = {"pipeline", false, true, no_init,   no_free,  no_hook,
-                                          no_reduce,  pipe_overflow, pipe_norm, no_after};
+                                          no_reduce,  pipe_overflow, pipe_norm, no_after, NULL};

@@ -20,8 +20,9 @@
  *                 steps and then broadcasts the parameters.
  *   zero1, zero2  ZeRO stage 1 / 2 (trainer_zero.c): each rank owns a shard
  *                 of the flat buffer and keeps the optimizer state for it only;
- *                 stage 1 all-reduces the gradients as ddp, stage 2
- *                 reduce-scatters them into the owners' shards; both
+ *                 stage 1 all-reduces the gradients as ddp, stage 2 reduces
+ *                 each bucket to the owners of its parts during every
+ *                 backward and frees the parts it does not own; both
  *                 all-gather the updated parameters.
  *   pipeline      stages x replicas (trainer_pipeline.c runs the step and
  *                 reduces each stage's gradients over its replicas); each
@@ -62,6 +63,9 @@ typedef struct tf_strategy {
     tf_status (*grad_norm_sq)(struct tf_trainer *t, double *sq, tf_error *err);
     /* After the optimizer updated (or, skipped, did not update) the range. */
     tf_status (*after_optimizer)(struct tf_trainer *t, bool skipped, tf_error *err);
+    /* Zero the gradients after the optimizer; NULL: the model's zero_grad
+     * (ZeRO-2 zeroes its shard only: the rest is zero already). */
+    tf_status (*zero_grads)(struct tf_trainer *t, tf_error *err);
 } tf_strategy;
 
 extern const tf_strategy tf_strategy_none, tf_strategy_ddp, tf_strategy_dataparallel, tf_strategy_zero1,
@@ -82,6 +86,11 @@ void tf_zero_shard(size_t n, int world, int rank, size_t *lo, size_t *count);
  * rank, from each rank's shard of it (all-gather, then the tail broadcast
  * from the last rank). Collective. */
 tf_status tf_zero_gather(struct tf_trainer *t, float *buf, tf_error *err);
+
+/* ZeRO-2 on a backend of host memory: the most bytes of the gradient buffer
+ * seen resident at once during backward (the rank's shard and the buckets in
+ * flight; measured with mincore). False elsewhere, or before a backward. */
+bool tf_zero2_gradient_bytes(const struct tf_trainer *t, size_t *bytes);
 
 /* --dry-run with comm.zero_stage > 0: create the model once to count its
  * parameters and print, as comment lines, each rank's shard of them and the

@@ -65,13 +65,14 @@ typedef enum cm_kind {
     CM_REDUCE_SCATTER = 1, /* MPI_Ireduce_scatter_block into recv, then into the own block */
     CM_ALL_GATHER = 2,     /* MPI_Iallgather, in place */
     CM_SEND = 3,           /* MPI_Isend to peer (ABI 1.4 send) */
-    CM_RECV = 4            /* MPI_Irecv from peer (ABI 1.4 recv) */
+    CM_RECV = 4,           /* MPI_Irecv from peer (ABI 1.4 recv) */
+    CM_REDUCE = 5          /* MPI_Ireduce to peer (the root), in place there (ABI 1.5 reduce_start) */
 } cm_kind;
 
 struct tf_comm_request {
     tf_comm_request *next, *prev; /* in the comm's pool (FIFO) or in-flight list */
     cm_kind kind;
-    int peer;                     /* send / recv: the other rank */
+    int peer;                     /* send / recv: the other rank; CM_REDUCE: the root */
     void *buf;                    /* [count] dt, backend memory (the caller's) */
     size_t count;                 /* elements of buf: block * size for the sharded kinds */
     size_t block;                 /* the sharded kinds: elements of each rank's block */
@@ -169,6 +170,8 @@ tf_status cm_reduce_scatter_start(tf_comm *c, void *buf, size_t count, tf_dtype 
                                   tf_comm_request **req, tf_error *err);
 tf_status cm_all_gather_start(tf_comm *c, void *buf, size_t count, tf_dtype dt, tf_comm_request **req,
                               tf_error *err);
+tf_status cm_reduce_start(tf_comm *c, void *buf, size_t count, tf_dtype dt, tf_reduce_op op, int root,
+                          tf_comm_request **req, tf_error *err);
 /* mpi_allreduce.c, for mpi_sharded.c: putting a request whose chunks were started (nchunks of them;
  * st: how starting went) in flight or, none started, back in the pool. Both
  * under cm_lock. */

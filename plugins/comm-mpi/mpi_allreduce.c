@@ -250,11 +250,17 @@ tf_status cm_request_launched(tf_comm *c, tf_comm_request *r, tf_status st, tf_c
 /* The MPI call a request kind makes, and what it does, for messages. */
 static const char *kind_call(cm_kind k)
 {
-    return k == CM_REDUCE_SCATTER ? "MPI_Ireduce_scatter_block" : k == CM_ALL_GATHER ? "MPI_Iallgather" : "MPI_Iallreduce";
+    return k == CM_REDUCE_SCATTER ? "MPI_Ireduce_scatter_block"
+           : k == CM_ALL_GATHER   ? "MPI_Iallgather"
+           : k == CM_REDUCE       ? "MPI_Ireduce"
+                                  : "MPI_Iallreduce";
 }
 static const char *kind_what(cm_kind k)
 {
-    return k == CM_REDUCE_SCATTER ? "reduce-scatter" : k == CM_ALL_GATHER ? "all-gather" : "all-reduce";
+    return k == CM_REDUCE_SCATTER ? "reduce-scatter"
+           : k == CM_ALL_GATHER   ? "all-gather"
+           : k == CM_REDUCE       ? "reduce"
+                                  : "all-reduce";
 }
 
 tf_status cm_wait(tf_comm *c, tf_comm_request *r, tf_error *err)
@@ -315,6 +321,12 @@ tf_status cm_wait(tf_comm *c, tf_comm_request *r, tf_error *err)
         if (r->op == TF_REDUCE_AVG) st = cm_divide(c, own, true, r->block, r->dt, "wait", err);
         if (!st && r->path == CM_PATH_STAGED)
             st = cm_to_device(c, (char *)r->buf + at, (char *)r->stage.ptr + at, bytes, "wait", err);
+    } else if (r->count && r->kind == CM_REDUCE) {
+        /* only the root's buffer holds the result */
+        if (c->rank == r->peer && r->op == TF_REDUCE_AVG)
+            st = cm_divide(c, r->mpi_buf, true, r->count, r->dt, "wait", err);
+        if (!st && c->rank == r->peer && r->path == CM_PATH_STAGED)
+            st = cm_to_device(c, r->buf, r->stage.ptr, r->count * tf_dtype_size(r->dt), "wait", err);
     } else if (r->count && r->kind == CM_ALL_GATHER) {
         if (r->path == CM_PATH_STAGED)
             st = cm_to_device(c, r->buf, r->stage.ptr, r->count * tf_dtype_size(r->dt), "wait", err);

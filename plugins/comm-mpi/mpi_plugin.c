@@ -297,6 +297,7 @@ static const tf_comm_vtable mpi_vtable = {
     .all_gather = cm_all_gather_start,
     .send = cm_send,
     .recv = cm_recv,
+    .reduce_start = cm_reduce_start,
 };
 
 TF_PLUGIN_DEFINE(TF_KIND_COMM, CM_PLUGIN_NAME, CM_PLUGIN_VERSION,

@@ -15,6 +15,9 @@
  * reduce-scatter is one MPI_Ireduce per chunk and owner instead, in place at
  * the owner (the same sums, W calls a chunk).
  *
+ * reduce_start (ABI 1.5, ZeRO-2's buckets) is MPI_Ireduce to the root, in
+ * place there, one call per chunk; cm_wait averages the root's result.
+ *
  * Device memory goes through pinned host buffers (staged) even on a
  * CUDA-aware comm: the receive buffer is host memory. */
 #include <string.h>
@@ -137,4 +140,64 @@ tf_status cm_all_gather_start(tf_comm *c, void *buf, size_t count, tf_dtype dt, 
                               tf_error *err)
 {
     return start(c, CM_ALL_GATHER, buf, count, dt, TF_REDUCE_SUM, req, err);
+}
+
+tf_status cm_reduce_start(tf_comm *c, void *buf, size_t count, tf_dtype dt, tf_reduce_op op, int root,
+                          tf_comm_request **req, tf_error *err)
+{
+    if (!c || !req) return cm_fail(c, err, "reduce_start: %s is NULL", c ? "req" : "comm");
+    *req = NULL;
+    MPI_Datatype type = cm_reduce_type(dt);
+    if (type == MPI_DATATYPE_NULL)
+        return cm_fail(c, err, "reduce_start: dtype %s cannot be reduced (F32 and F64 can)",
+                       tf_dtype_name(dt) ? tf_dtype_name(dt) : "unknown");
+    if (op != TF_REDUCE_SUM && op != TF_REDUCE_AVG) return cm_fail(c, err, "reduce_start: unknown reduce op %d", (int)op);
+    if (root < 0 || root >= c->size) return cm_fail(c, err, "reduce_start: root %d is not in [0, %d)", root, c->size);
+    if (!buf && count) return cm_fail(c, err, "reduce_start: buffer is NULL for %zu elements", count);
+    size_t esize = tf_dtype_size(dt);
+    if (count > SIZE_MAX / esize)
+        return cm_fail(c, err, "reduce_start: %zu elements of %s overflow size_t", count, tf_dtype_name(dt));
+    size_t bytes = count * esize;
+
+    pthread_mutex_lock(&cm_lock);
+    tf_comm_request *r = cm_request_get(c);
+    pthread_mutex_unlock(&cm_lock);
+    if (!r) return cm_fail(c, err, "reduce_start: out of memory for a request");
+    r->kind = CM_REDUCE;
+    r->peer = root;
+    r->buf = buf;
+    r->count = count;
+    r->block = 0;
+    r->dt = dt;
+    r->op = op;
+    r->path = c->path == CM_PATH_HOST ? CM_PATH_HOST : CM_PATH_STAGED;
+    r->mpi_buf = buf;
+    r->in_place = true;
+    r->complete = false;
+    r->t_start = cm_now();
+    r->mpi_rc = MPI_SUCCESS;
+    r->nchunks = 0;
+    tf_status st = TF_OK;
+    if (count && r->path == CM_PATH_STAGED) {
+        st = cm_host_reserve(c, &r->stage, bytes, "reduce_start", err);
+        if (!st) st = cm_to_host(c, r->stage.ptr, buf, bytes, "reduce_start", err);
+        r->mpi_buf = r->stage.ptr;
+    }
+    size_t nchunks = count == 0 ? 0 : (count - 1) / c->chunk + 1;
+    pthread_mutex_lock(&cm_lock);
+    if (!st) st = cm_request_chunks(c, r, nchunks, err);
+    for (size_t i = 0; !st && i < nchunks; i++) {
+        size_t off = i * c->chunk, m = count - off < c->chunk ? count - off : c->chunk;
+        char *p = (char *)r->mpi_buf + off * esize;
+        int rc = MPI_Ireduce(c->rank == root ? MPI_IN_PLACE : p, p, (int)m, type, MPI_SUM, root, c->comm,
+                             &r->chunks[i]);
+        if (rc != MPI_SUCCESS)
+            st = cm_mpi_fail(c, err, rc, "MPI_Ireduce of %zu %s to rank %d, chunk %zu of %zu", m, tf_dtype_name(dt),
+                             root, i + 1, nchunks);
+        else
+            r->nchunks = i + 1;
+    }
+    st = cm_request_launched(c, r, st, req);
+    pthread_mutex_unlock(&cm_lock);
+    return st;
 }

@@ -694,6 +694,34 @@ static tf_status nccl_all_gather(tf_comm *c, void *buf, size_t count, tf_dtype d
     return sharded_start(c, &k, what, buf, count, dt, req, err);
 }
 
+/* reduce_start (ABI 1.5): ncclReduce in place to root on the comm stream,
+ * asynchronous like allreduce_start. */
+static tf_status nccl_reduce_start(tf_comm *c, void *buf, size_t count, tf_dtype dt, tf_reduce_op op, int root,
+                                   tf_comm_request **req, tf_error *err)
+{
+    if (!c || !req)
+        return tf_error_set(err, TF_ERR_RUNTIME, "comm-nccl: reduce_start: NULL %s",
+                            !c ? "communicator" : "request pointer");
+    *req = NULL;
+    char what[112];
+    snprintf(what, sizeof what, "reduce of %zu %s to root %d", count, dt_name(dt), root);
+    coll k = {.kind = COLL_REDUCE};
+    tf_status st = check_root(c, what, root, err);
+    if (!st) st = reduction_args(c, what, buf, count, dt, op, &k, err);
+    if (!st) st = check_usable(c, what, err);
+    if (st) return st;
+    k.root = root;
+    tf_comm_request *q = NULL;
+    if ((st = req_get(c, &q, err))) return st;
+    if ((st = enqueue(c, q, &k, what, err))) {
+        req_put(c, q);
+        return st;
+    }
+    q->in_flight = true;
+    *req = q;
+    return TF_OK;
+}
+
 static tf_status nccl_wait(tf_comm *c, tf_comm_request *q, tf_error *err)
 {
     if (!c || !q)
@@ -788,6 +816,7 @@ static const tf_comm_vtable nccl_vtable = {
     .abort = nccl_abort,
     .reduce_scatter = nccl_reduce_scatter,
     .all_gather = nccl_all_gather,
+    .reduce_start = nccl_reduce_start,
 };
 
 TF_PLUGIN_DEFINE(TF_KIND_COMM, "nccl", "1.0.0",

@@ -2,8 +2,9 @@
 # ZeRO stage 1 and 2 (comm.zero_stage) on emulated GPUs (tests/cuda-emu),
 # end to end through `tfcore train`, as tests/test_zero.sh does on the CPU:
 # bert-tiny, dropout off, global batch 16, 3 optimizer steps.
-#  - comm nccl x2 and x4 (ncclReduceScatter / ncclAllGather of the NCCL
-#    stand-in), stage 1 and 2, and comm mpi x2 stage 2 on device buffers
+#  - comm nccl x2 and x4 (stage 2: ncclReduce of each bucket to its owners,
+#    ncclAllGather, of the NCCL stand-in), stage 1 and 2, nccl x2 stage 2 with
+#    2 micro-batches a step, and comm mpi x2 stage 2 on device buffers
 #    (staged through pinned host memory): the parameters of plain nccl DDP
 #    within 1e-5 relative (tests/params_diff);
 #  - nccl x2 stage 2 saves checkpoint-2 and resumes from it at world 4 stage 1,
@@ -56,7 +57,7 @@ data = { plugin = "synthetic"; task = "classification"; num_labels = 2; seq_len 
          num_examples = 96; eval_examples = 0; learnable = true; };
 backend = { plugin = "cuda"; };
 training = { output_dir = "$tmp/$1"; max_steps = ${STEPS:-3}; per_device_train_batch_size = $2;
-             gradient_accumulation_steps = 1; learning_rate = 5e-5; warmup_steps = 0; weight_decay = 0.01;
+             gradient_accumulation_steps = ${ACC:-1}; learning_rate = 5e-5; warmup_steps = 0; weight_decay = 0.01;
              logging_steps = 1; eval_strategy = "no"; save_strategy = "${SAVE:-no}"; seed = 11; ${4:-} };
 $3
 CFG
@@ -76,7 +77,13 @@ if train ddp2; then pass "ddp2: nccl x2 DDP"; else bad "ddp2: nccl x2 DDP" "$tmp
 cfg ddp4 4 "$(nccl 4)"
 if train ddp4; then pass "ddp4: nccl x4 DDP"; else bad "ddp4: nccl x4 DDP" "$tmp/ddp4.out"; fi
 cfg z1n2 8 "$(nccl 2 'zero_stage = 1;')" && equivalent ddp2 z1n2
+export TFCORE_TRACE_COMM="$tmp/z2n2.trace"
 cfg z2n2 8 "$(nccl 2 'zero_stage = 2;')" && equivalent ddp2 z2n2
+unset TFCORE_TRACE_COMM
+# stage 2 reduces each bucket to its owners with ncclReduce during backward, every micro-batch
+if grep -q ' reduce_start ' "$tmp/z2n2.trace.rank1" 2>/dev/null; then pass "z2n2: buckets reduced to their owners (ncclReduce)"
+else bad "z2n2: no reduce_start in rank 1's comm trace"; fi
+ACC=2 cfg z2n2acc 4 "$(nccl 2 'zero_stage = 2;')" && equivalent ddp2 z2n2acc
 cfg z1n4 4 "$(nccl 4 'zero_stage = 1;')" && equivalent ddp4 z1n4
 cfg z2n4 4 "$(nccl 4 'zero_stage = 2;')" && equivalent ddp4 z2n4
 if "$tfcore" plugins 2>/dev/null | grep -Eq '^ *comm +mpi ' && command -v mpirun >/dev/null 2>&1; then

@@ -7,7 +7,8 @@
  * is its call too.
  *
  * ABI 1.1 (abort appended); ABI 1.4 (reduce_scatter, all_gather appended for
- * ZeRO; then send, recv for pipeline stages). New slots are appended at the
+ * ZeRO; then send, recv for pipeline stages); ABI 1.5 (reduce_start for
+ * ZeRO-2's buckets). New slots are appended at the
  * end and read through TF_HAS().
  */
 #ifndef TFCORE_COMM_H
@@ -136,6 +137,14 @@ typedef struct tf_comm_vtable {
                       tf_comm_request **req, tf_error *err);
     tf_status (*recv)(tf_comm *c, void *buf, size_t count, tf_dtype dt, int peer,
                       tf_comm_request **req, tf_error *err);
+
+    /* --- appended in ABI 1.5 (ZeRO-2's gradient buckets): optional, read through TF_HAS() */
+    /* Start reducing buf[count] (backend memory) across ranks to rank root:
+     * when wait returns, root's buf holds the sum (or average); the other
+     * ranks' buf is unspecified (the core zeroes it). In place; several may
+     * be in flight, to different roots, completed in any order by wait. */
+    tf_status (*reduce_start)(tf_comm *c, void *buf, size_t count, tf_dtype dt, tf_reduce_op op,
+                              int root, tf_comm_request **req, tf_error *err);
 } tf_comm_vtable;
 
 #ifdef __cplusplus
