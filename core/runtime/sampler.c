@@ -100,9 +100,10 @@ tf_status tf_sampler_row_lengths(const tf_dataset_vtable *dvt, tf_dataset *ds, t
     for (size_t r = 0; r < rows; r++) {
         len[r] = dvt->row_length(ds, split, r);
         if (len[r] < 1) {
+            int bad = len[r];
             free(len);
             return tf_error_set(err, TF_ERR_DATA, "%s row %zu has no tokens (length %d)",
-                                split == TF_SPLIT_TRAIN ? "train" : "eval", r, (int)len[r]);
+                                split == TF_SPLIT_TRAIN ? "train" : "eval", r, bad);
         }
     }
     *out = len;
