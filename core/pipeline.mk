@@ -16,6 +16,12 @@ tests_test_pipeline_SOURCES = tests/test_pipeline.c
 tests_test_pipeline_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_test_pipeline_LDADD = $(TEST_LDADD)
 TESTS += tests/test_pipeline
+# the pipeline's messages under NCCL's point-to-point rules, as comm-nccl groups them
+check_PROGRAMS += tests/test_pipeline_nccl_groups
+tests_test_pipeline_nccl_groups_SOURCES = tests/test_pipeline_nccl_groups.c
+tests_test_pipeline_nccl_groups_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_test_pipeline_nccl_groups_LDADD = $(TEST_LDADD)
+TESTS += tests/test_pipeline_nccl_groups
 endif
 
 # End to end under mpirun (skipped without the mpi comm plugin), with

@@ -16,7 +16,8 @@
 #      training loss);
 #   5. every tests/cuda-emu/run_*.sh (the multi-rank cases, fp16 loss scaling
 #      on injected overflows, a stalled rank, two network namespaces; ZeRO
-#      stage 1 and 2, run_zero_emu.sh, in the plain tree only).
+#      stage 1 and 2, run_zero_emu.sh, and pipelines over nccl,
+#      run_pipeline_emu.sh, in the plain tree only).
 # Sanitizer runs prove memory safety and stream ordering, not numerics, so
 # they run their cases on smaller sizes (TF_TEST_SMALL=2, read by the op
 # suites and the run_*.sh scripts, and 2 training steps instead of 30); the
@@ -225,7 +226,7 @@ queue_tree() { # queue_tree DIR SAN
     # (run_zero_emu.sh in the plain tree only: its ZeRO strategies run the same
     # comm and kernel paths as run_parallel_emu's nccl cases, which the
     # sanitized trees run)
-    local zero=; [ -z "$san" ] && zero=run_zero_emu
+    local zero=; [ -z "$san" ] && zero="run_zero_emu run_pipeline_emu"
     [ "$san" = thread ] || for s in run_parallel_emu run_stall_emu run_fp16_scaler_emu run_netns_emu $zero; do
         [ -f "$top/tests/cuda-emu/$s.sh" ] &&
             queue_in script "$d" "$san" "$s$sfx" sh "$top/tests/cuda-emu/$s.sh" "$d"

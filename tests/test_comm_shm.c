@@ -488,6 +488,120 @@ static int body_argument_errors(rank_ctx *x)
     return 0;
 }
 
+
+/* --- send / recv ----------------------------------------------------------------- */
+
+/* Every rank starts K sends to the next rank (dtypes vary; one far larger
+ * than the 1 KiB ring, so it wraps), then waits for K receives from the
+ * previous one, then for its sends: messages to one peer arrive in order.
+ * Then the pipeline's pattern: start a send, wait in a receive. */
+static int body_p2p_ring(rank_ctx *x)
+{
+    tf_error err = {0};
+    enum { K = 3 };
+    const tf_dtype dts[K] = {TF_DTYPE_F32, TF_DTYPE_U8, TF_DTYPE_F64};
+    const size_t counts[K] = {5003, 7, 0};
+    int next = (x->rank + 1) % x->world, prev = (x->rank + x->world - 1) % x->world;
+    unsigned char *out[K], *in[K];
+    tf_comm_request *sends[K], *recvs[K];
+    for (int k = 0; k < K; k++) {
+        size_t bytes = counts[k] * tf_dtype_size(dts[k]);
+        out[k] = host_alloc(x, bytes);
+        in[k] = host_alloc(x, bytes);
+        REQUIRE(out[k] && in[k], "alloc");
+        for (size_t i = 0; i < bytes; i++) out[k][i] = (unsigned char)(i * 13 + (size_t)k * 5 + (size_t)x->rank);
+        memset(in[k], 0xee, bytes);
+        REQUIRE(cvt->send(x->c, out[k], counts[k], dts[k], next, &sends[k], &err) == TF_OK, "send %d: %s", k, err.msg);
+    }
+    for (int k = 0; k < K; k++)
+        REQUIRE(cvt->recv(x->c, in[k], counts[k], dts[k], prev, &recvs[k], &err) == TF_OK, "recv %d: %s", k, err.msg);
+    for (int k = K - 1; k >= 0; k--) /* any order of waits */
+        REQUIRE(cvt->wait(x->c, recvs[k], &err) == TF_OK, "wait for recv %d: %s", k, err.msg);
+    for (int k = 0; k < K; k++) REQUIRE(cvt->wait(x->c, sends[k], &err) == TF_OK, "wait for send %d: %s", k, err.msg);
+    for (int k = 0; k < K; k++)
+        for (size_t i = 0; i < counts[k] * tf_dtype_size(dts[k]); i++)
+            REQUIRE(in[k][i] == (unsigned char)(i * 13 + (size_t)k * 5 + (size_t)prev),
+                    "message %d from rank %d: byte %zu is %d", k, prev, i, in[k][i]);
+    /* a send started, then a receive waited for, in both directions at once */
+    float a = (float)x->rank, b = -1;
+    tf_comm_request *s = NULL, *r = NULL;
+    REQUIRE(cvt->send(x->c, &a, 1, TF_DTYPE_F32, next, &s, &err) == TF_OK, "send: %s", err.msg);
+    REQUIRE(cvt->recv(x->c, &b, 1, TF_DTYPE_F32, prev, &r, &err) == TF_OK, "recv: %s", err.msg);
+    REQUIRE(cvt->wait(x->c, r, &err) == TF_OK && b == (float)prev, "exchange: %s, got %g", err.msg, b);
+    REQUIRE(cvt->wait(x->c, s, &err) == TF_OK, "send wait: %s", err.msg);
+    /* a collective after point-to-point still lines up */
+    REQUIRE(cvt->barrier(x->c, &err) == TF_OK, "barrier: %s", err.msg);
+    for (int k = 0; k < K; k++) {
+        bvt->free(x->be, out[k], TF_MEM_DEVICE);
+        bvt->free(x->be, in[k], TF_MEM_DEVICE);
+    }
+    return 0;
+}
+
+/* Rank 0 sends 10 F32, rank 1 expects 12: rank 1 names both, rank 0 stops. */
+static int body_p2p_mismatch(rank_ctx *x)
+{
+    tf_error err = {0};
+    float b[12] = {0};
+    tf_comm_request *q = NULL;
+    if (x->rank == 0) REQUIRE(cvt->send(x->c, b, 10, TF_DTYPE_F32, 1, &q, &err) == TF_OK, "send: %s", err.msg);
+    else REQUIRE(cvt->recv(x->c, b, 12, TF_DTYPE_F32, 0, &q, &err) == TF_OK, "recv: %s", err.msg);
+    REQUIRE(cvt->wait(x->c, q, &err) == TF_ERR_RUNTIME, "a mismatched message was delivered");
+    const char *want = "rank 0's message #1 to rank 1 is 10 F32 elements; rank 1's recv of 12 F32 elements from "
+                       "rank 0 expected it";
+    REQUIRE(strstr(err.msg, want), "got '%s'", err.msg);
+    if (x->rank == 0) REQUIRE(strstr(err.msg, "comm-shm: rank 1 stopped: "), "got '%s'", err.msg);
+    return 0;
+}
+
+/* timeout_s = 0.3: rank 1 never sends; rank 0's receive names itself. */
+static int body_p2p_timeout(rank_ctx *x)
+{
+    tf_error err = {0};
+    if (x->rank == 1) return 0;
+    float b[4] = {0};
+    tf_comm_request *q = NULL;
+    REQUIRE(cvt->recv(x->c, b, 4, TF_DTYPE_F32, 1, &q, &err) == TF_OK, "recv: %s", err.msg);
+    double t0 = now_s();
+    REQUIRE(cvt->wait(x->c, q, &err) == TF_ERR_RUNTIME, "a receive without a sender succeeded");
+    const char *want = "comm-shm: rank 0: recv of 4 F32 elements from rank 1 timed out: no progress for 0.3 s";
+    REQUIRE(strstr(err.msg, want), "got '%s', want '%s'", err.msg, want);
+    REQUIRE(now_s() - t0 < 1.5, "timed out after %.2f s", now_s() - t0);
+    return 0;
+}
+
+/* Rank 1 aborts while rank 0 waits in a receive from it. */
+static int body_p2p_abort(rank_ctx *x)
+{
+    tf_error err = {0};
+    if (x->rank == 1) {
+        sleep_s(0.2);
+        cvt->abort(x->c, "injected failure");
+        return 0;
+    }
+    float b[4] = {0};
+    tf_comm_request *q = NULL;
+    REQUIRE(cvt->recv(x->c, b, 4, TF_DTYPE_F32, 1, &q, &err) == TF_OK, "recv: %s", err.msg);
+    REQUIRE(cvt->wait(x->c, q, &err) == TF_ERR_RUNTIME, "the receive succeeded");
+    REQUIRE(strcmp(err.msg, "comm-shm: rank 1 stopped: injected failure") == 0, "got '%s'", err.msg);
+    REQUIRE(cvt->send(x->c, b, 4, TF_DTYPE_F32, 1, &q, &err) == TF_ERR_RUNTIME, "a send after the abort started");
+    return 0;
+}
+
+static int body_p2p_arguments(rank_ctx *x)
+{
+    tf_error err = {0};
+    float b[4] = {0};
+    tf_comm_request *q = NULL;
+    REQUIRE(cvt->send(x->c, b, 4, TF_DTYPE_F32, x->rank, &q, &err) == TF_ERR_RUNTIME &&
+                strstr(err.msg, "is not another rank"), "a send to itself: '%s'", err.msg);
+    REQUIRE(cvt->recv(x->c, b, 4, TF_DTYPE_F32, x->world, &q, &err) == TF_ERR_RUNTIME &&
+                strstr(err.msg, "is not another rank"), "a receive from rank world: '%s'", err.msg);
+    REQUIRE(cvt->recv(x->c, NULL, 4, TF_DTYPE_F32, 1 - x->rank, &q, &err) == TF_ERR_RUNTIME &&
+                strstr(err.msg, "the buffer is NULL"), "a NULL buffer: '%s'", err.msg);
+    return cvt->barrier(x->c, &err) == TF_OK ? 0 : 1;
+}
+
 /* --- tests ----------------------------------------------------------------------- */
 
 START_TEST(test_sums)
@@ -615,6 +729,24 @@ START_TEST(test_init_refusals)
 }
 END_TEST
 
+START_TEST(test_p2p)
+{
+    int world = 2 + _i;
+    load_plugins();
+    ck_assert_int_eq(run_ranks(world, NULL, 0, cfg(world, 30, 1), true, body_p2p_ring), 0);
+}
+END_TEST
+
+START_TEST(test_p2p_failures)
+{
+    load_plugins();
+    ck_assert_int_eq(run_ranks(2, NULL, 0, cfg(2, 30, 1), true, body_p2p_mismatch), 0);
+    ck_assert_int_eq(run_ranks(2, NULL, 0, cfg(2, 0.3, 1), true, body_p2p_timeout), 0);
+    ck_assert_int_eq(run_ranks(2, NULL, 0, cfg(2, 30, 1), true, body_p2p_abort), 0);
+    ck_assert_int_eq(run_ranks(2, NULL, 0, cfg(2, 30, 1), true, body_p2p_arguments), 0);
+}
+END_TEST
+
 static tf_status check_text(const char *text, tf_error *err)
 {
     tf_config *c = NULL;
@@ -656,6 +788,8 @@ int main(void)
     tcase_add_test(tc, test_argument_errors);
     tcase_add_test(tc, test_init_refusals);
     tcase_add_test(tc, test_config_errors);
+    tcase_add_loop_test(tc, test_p2p, 0, 2); /* world 2 and 3 */
+    tcase_add_test(tc, test_p2p_failures);
     suite_add_tcase(s, tc);
     int failed = tf_test_run(s, false);
     tf_registry_free(reg);

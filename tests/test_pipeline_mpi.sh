@@ -6,6 +6,8 @@
 #    within 1e-5 relative; with dropout on too (masks by a row's global
 #    position); a split given by pipeline.layers; gradient accumulation;
 #    2 stages x 2 replicas (the per-stage gradient all-reduce), both schedules;
+#    over the process launcher's path too (the test comm plugin shm: forked
+#    workers, send/recv through shared memory): 2 stages 1F1B, 2 x 2 GPipe;
 #  - checkpoints are the whole model in the usual layout (the stages'
 #    parameters and AdamW moments gathered): a pipeline's checkpoint-2 (2 and
 #    4 stages) equals one worker's; resuming it on the pipeline, on one worker
@@ -33,6 +35,7 @@ ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
 OMPI_MCA_mca_base_component_disable_dlclose=1
 OMPI_MCA_btl="self,vader" # one machine: no network transports probed
 export LSAN_OPTIONS ASAN_OPTIONS OMPI_MCA_mca_base_component_disable_dlclose OMPI_MCA_btl
+export TFCORE_PLUGIN_PATH="$top_builddir/tests/comm-shm/.libs${TFCORE_PLUGIN_PATH:+:$TFCORE_PLUGIN_PATH}"
 diff_tool="$top_builddir/tests/params_diff"
 if ! "$tfcore" plugins 2>/dev/null | grep -Eq "^ *comm +mpi "; then
     echo "test_pipeline_mpi: SKIP: comm plugin mpi not built (no Open MPI)"
@@ -63,9 +66,9 @@ training = { output_dir = "$tmp/$1"; max_steps = ${STEPS:-3}; per_device_train_b
 ${4:-}
 CFG
 }
-pipe() { # STAGES MICRO SCHEDULE [LAYERS] [REPLICAS]: world_size STAGES x REPLICAS (default 1)
-    printf 'comm = { plugin = "mpi"; world_size = %s; };\npipeline = { stages = %s; micro_batches = %s; schedule = "%s";%s };' \
-        "$(($1 * ${5:-1}))" "$1" "$2" "$3" "${4:+ layers = $4;}"
+pipe() { # STAGES MICRO SCHEDULE [LAYERS] [REPLICAS]: world_size STAGES x REPLICAS (default 1); COMM (mpi)
+    printf 'comm = { plugin = "%s"; world_size = %s; };\npipeline = { stages = %s; micro_batches = %s; schedule = "%s";%s };' \
+        "${COMM:-mpi}" "$(($1 * ${5:-1}))" "$1" "$2" "$3" "${4:+ layers = $4;}"
 }
 train() { # NAME [ARGS]
     n=$1
@@ -151,6 +154,13 @@ cfg p2x2_gpipe 4 2 "$(pipe 2 2 gpipe '' 2)" && train p2x2_gpipe && same_params b
 tr -d ' \n' <"$tmp/p2x2_gpipe/results.json" | grep -q "\"bubble\":\[$u,$u,$u,$u\],\"measured_bubble\":$u" && ok ||
     bad "p2x2_gpipe: results.json's bubbles are not 4 values in [0, 1)"
 mem_check p2x2_gpipe base 2 2
+
+# the same over the process launcher (tfcore forks the workers; comm shm)
+if "$tfcore" plugins 2>/dev/null | grep -Eq "^ *comm +shm "; then
+    COMM=shm cfg shm_p2_1f1b 16 1 "$(COMM=shm pipe 2 4 1f1b)" && train shm_p2_1f1b && same_params base shm_p2_1f1b
+    COMM=shm cfg shm_p2x2_gpipe 8 1 "$(COMM=shm pipe 2 4 gpipe '' 2)" && train shm_p2x2_gpipe &&
+        same_params base shm_p2x2_gpipe
+else bad "the test comm plugin shm was not built (tests/comm-shm)"; fi
 
 # dropout on: the masks are those of the single worker (by a row's global position)
 DROPOUT=0.1 cfg dbase 16 1 && train dbase

@@ -79,7 +79,7 @@ tf_status tf_pipeline_check_plugins(const tf_plan *plan, tf_error *err)
     if (cvt->optimizer_on_root_only())
         return tf_error_set(err, TF_ERR_CONFIG,
                             "%s: a pipeline's stages each step their own parameters; comm '%s' runs the optimizer "
-                            "on the root only (DataParallel): use comm mpi",
+                            "on the root only (DataParallel): use comm mpi or nccl",
                             tf_cfg_where(ps, "stages"), cp->desc->name);
     if (!TF_HAS(mvt, stage_params) || !TF_HAS(mvt, stage_forward) || !TF_HAS(mvt, stage_backward))
         return tf_error_set(err, TF_ERR_CONFIG,

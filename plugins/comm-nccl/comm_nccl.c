@@ -13,6 +13,10 @@
  * (launcher) and abort(), with a timeout: a dead peer gives an error, not a
  * hang. Events come from a pool that grows to the number of buckets in
  * flight during the first step and is reused afterwards.
+ *
+ * Point-to-point (send / recv, a pipeline's activations and gradients) is in
+ * nccl_p2p.c: those requests are held on the host and issued together as one
+ * NCCL group when one of them is waited for.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -28,37 +32,10 @@
 #include "tfcore/log.h"
 #include "tfcore/plugin.h"
 
-#include "nccl_internal.h"
+#include "nccl_comm.h"
 
-#define REQ_MAGIC 0x4b52434eu /* "NCRK" */
 #define POOL_INITIAL 8
 #define NCCL_MIN_VERSION 21000 /* 2.10.0: ncclAvg */
-
-struct tf_comm_request {
-    uint32_t magic;
-    bool in_flight;
-    tf_event *ready; /* recorded on the default stream: the buffer is complete */
-    tf_event *done;  /* recorded on the comm stream: the collective finished */
-    tf_comm_request *next_free;
-};
-
-struct tf_comm {
-    const tf_backend_vtable *bvt;
-    tf_backend *be;
-    int rank, world_size, device;
-    nccl_options opt;
-    nccl_boot boot;
-    ncclComm_t nccl;          /* NULL before ncclCommInitRank and after an abort */
-    tf_stream *stream;        /* the comm stream (a backend stream) */
-    cudaStream_t cu_stream;   /* its native handle */
-    uint32_t *scratch;        /* [4] u32, device memory: the barrier's all-reduce */
-    tf_comm_request **reqs;   /* [nreqs] every request made, freed at finalize */
-    size_t nreqs, cap_reqs;
-    tf_comm_request *free_reqs;
-    pthread_mutex_t lock;     /* NCCL calls against abort() from another thread */
-    atomic_bool aborted;
-    char abort_why[TF_ERROR_MSG_MAX];
-};
 
 /* What the collective does, for the enqueue. */
 typedef enum coll_kind { COLL_ALLREDUCE, COLL_REDUCE, COLL_BROADCAST, COLL_REDUCE_SCATTER, COLL_ALL_GATHER } coll_kind;
@@ -89,7 +66,7 @@ static tf_status cuda_fail(const tf_comm *c, tf_error *err, const char *what, co
 }
 
 /* last: ncclGetLastError's text, read while the communicator was known alive. */
-static tf_status nccl_fail(const tf_comm *c, tf_error *err, const char *what, const char *call,
+tf_status nccl_fail(const tf_comm *c, tf_error *err, const char *what, const char *call,
                            ncclResult_t r, const char *last)
 {
     bool has_last = last && *last;
@@ -100,20 +77,20 @@ static tf_status nccl_fail(const tf_comm *c, tf_error *err, const char *what, co
     return TF_ERR_RUNTIME;
 }
 
-static tf_status backend_fail(const tf_comm *c, tf_error *err, const char *what, const char *call)
+tf_status nccl_backend_fail(const tf_comm *c, tf_error *err, const char *what, const char *call)
 {
     return tf_error_set(err, TF_ERR_RUNTIME, "comm-nccl: rank %d: %s: the backend's %s failed",
                         c->rank, what, call);
 }
 
-static tf_status aborted_error(const tf_comm *c, tf_error *err, const char *what)
+tf_status nccl_aborted_error(const tf_comm *c, tf_error *err, const char *what)
 {
     return tf_error_set(err, TF_ERR_RUNTIME, "comm-nccl: rank %d: %s: the communicator was aborted: %s",
                         c->rank, what, c->abort_why);
 }
 
 /* Mark the communicator dead and ncclCommAbort it (ends its kernels, frees it). */
-static void abort_local(tf_comm *c, const char *why)
+void nccl_abort_local(tf_comm *c, const char *why)
 {
     pthread_mutex_lock(&c->lock);
     if (!atomic_load(&c->aborted)) {
@@ -144,13 +121,13 @@ static bool peer_failed(tf_comm *c, const char *what, tf_error *err)
         return false;
     tf_error_set(err, TF_ERR_RUNTIME, "comm-nccl: rank %d: %s stopped: rank %d failed: %s", c->rank, what, who,
                  why);
-    abort_local(c, err->msg);
+    nccl_abort_local(c, err->msg);
     return true;
 }
 
 static tf_status check_health(tf_comm *c, const char *what, tf_error *err)
 {
-    if (atomic_load(&c->aborted)) return aborted_error(c, err, what);
+    if (atomic_load(&c->aborted)) return nccl_aborted_error(c, err, what);
     if (peer_failed(c, what, err)) return TF_ERR_RUNTIME;
     ncclResult_t async = ncclSuccess, r = ncclSuccess;
     char last[512] = "";
@@ -169,14 +146,14 @@ static tf_status check_health(tf_comm *c, const char *what, tf_error *err)
         if (peer_failed(c, what, err)) return TF_ERR_RUNTIME;
         nccl_fail(c, err, what, "an earlier collective (asynchronous NCCL error)", async, last);
         if (c->boot.kind == NCCL_BOOT_LAUNCHER) nccl_shared_fail(c->boot.shared, c->rank, err->msg);
-        abort_local(c, err->msg);
+        nccl_abort_local(c, err->msg);
         return TF_ERR_RUNTIME;
     }
     return TF_OK;
 }
 
 /* Every entry point: healthy, and this thread on our GPU. */
-static tf_status check_usable(tf_comm *c, const char *what, tf_error *err)
+tf_status nccl_check_usable(tf_comm *c, const char *what, tf_error *err)
 {
     tf_status st = check_health(c, what, err);
     if (st) return st;
@@ -208,14 +185,14 @@ static tf_status req_new(tf_comm *c, tf_error *err)
         free(q);
         return st;
     }
-    q->magic = REQ_MAGIC;
+    q->magic = NCCL_REQ_MAGIC;
     c->reqs[c->nreqs++] = q;
     q->next_free = c->free_reqs;
     c->free_reqs = q;
     return TF_OK;
 }
 
-static tf_status req_get(tf_comm *c, tf_comm_request **out, tf_error *err)
+tf_status nccl_req_get(tf_comm *c, tf_comm_request **out, tf_error *err)
 {
     if (!c->free_reqs) {
         tf_status st = req_new(c, err);
@@ -228,9 +205,11 @@ static tf_status req_get(tf_comm *c, tf_comm_request **out, tf_error *err)
     return TF_OK;
 }
 
-static void req_put(tf_comm *c, tf_comm_request *q)
+void nccl_req_put(tf_comm *c, tf_comm_request *q)
 {
     q->in_flight = false;
+    q->kind = NCCL_REQ_COLL;
+    q->held = false;
     q->next_free = c->free_reqs;
     c->free_reqs = q;
 }
@@ -242,10 +221,13 @@ static void req_put(tf_comm *c, tf_comm_request *q)
 static tf_status enqueue(tf_comm *c, tf_comm_request *q, const coll *k, const char *what,
                          tf_error *err)
 {
+    /* sends and receives started before this collective go to NCCL first */
+    tf_status held = nccl_p2p_flush(c, what, err);
+    if (held) return held;
     if (c->bvt->event_record(c->be, q->ready, NULL) != TF_OK)
-        return backend_fail(c, err, what, "event_record on the default stream");
+        return nccl_backend_fail(c, err, what, "event_record on the default stream");
     if (c->bvt->stream_wait_event(c->be, c->stream, q->ready) != TF_OK)
-        return backend_fail(c, err, what, "stream_wait_event of the comm stream");
+        return nccl_backend_fail(c, err, what, "stream_wait_event of the comm stream");
     if (k->count > 0) {
         const char *call = "";
         ncclResult_t r = ncclSuccess;
@@ -253,7 +235,7 @@ static tf_status enqueue(tf_comm *c, tf_comm_request *q, const coll *k, const ch
         pthread_mutex_lock(&c->lock);
         if (!c->nccl) {
             pthread_mutex_unlock(&c->lock);
-            return aborted_error(c, err, what);
+            return nccl_aborted_error(c, err, what);
         }
         switch (k->kind) {
         case COLL_ALLREDUCE:
@@ -284,13 +266,13 @@ static tf_status enqueue(tf_comm *c, tf_comm_request *q, const coll *k, const ch
         if (r != ncclSuccess) return nccl_fail(c, err, what, call, r, last);
     }
     if (c->bvt->event_record(c->be, q->done, c->stream) != TF_OK)
-        return backend_fail(c, err, what, "event_record on the comm stream");
+        return nccl_backend_fail(c, err, what, "event_record on the comm stream");
     return TF_OK;
 }
 
 /* Block the host until the comm stream is idle: polls, never a blocking CUDA
  * sync, so that failures and the timeout are seen. */
-static tf_status host_wait(tf_comm *c, const char *what, tf_error *err)
+tf_status nccl_host_wait(tf_comm *c, const char *what, tf_error *err)
 {
     /* the launcher's report of an overdue collective comes first (tfcore/comm.h) */
     double deadline = nccl_now_s() + c->opt.timeout_s + TF_COMM_TIMEOUT_GRACE_S, pause = 20e-6;
@@ -310,7 +292,7 @@ static tf_status host_wait(tf_comm *c, const char *what, tf_error *err)
                          "a rank is stuck or dead; communicator aborted",
                          c->rank, what, c->opt.timeout_s, TF_COMM_TIMEOUT_GRACE_S);
             if (c->boot.kind == NCCL_BOOT_LAUNCHER) nccl_shared_fail(c->boot.shared, c->rank, err->msg);
-            abort_local(c, err->msg);
+            nccl_abort_local(c, err->msg);
             return TF_ERR_RUNTIME;
         }
         if (polls < 200) {
@@ -324,19 +306,19 @@ static tf_status host_wait(tf_comm *c, const char *what, tf_error *err)
 
 static tf_status run_blocking(tf_comm *c, const coll *k, const char *what, tf_error *err)
 {
-    tf_status st = check_usable(c, what, err);
+    tf_status st = nccl_check_usable(c, what, err);
     if (st) return st;
     tf_comm_request *q = NULL;
-    if ((st = req_get(c, &q, err))) return st;
+    if ((st = nccl_req_get(c, &q, err))) return st;
     st = enqueue(c, q, k, what, err);
-    if (!st) st = host_wait(c, what, err);
-    req_put(c, q);
+    if (!st) st = nccl_host_wait(c, what, err);
+    nccl_req_put(c, q);
     return st;
 }
 
 /* --- dtypes -------------------------------------------------------------------- */
 
-static bool nccl_type_of(tf_dtype dt, ncclDataType_t *t)
+bool nccl_type_of(tf_dtype dt, ncclDataType_t *t)
 {
     switch (dt) {
     case TF_DTYPE_F32: *t = ncclFloat32; return true;
@@ -358,7 +340,7 @@ static bool is_floating(tf_dtype dt)
     return dt == TF_DTYPE_F32 || dt == TF_DTYPE_F16 || dt == TF_DTYPE_BF16 || dt == TF_DTYPE_F64;
 }
 
-static const char *dt_name(tf_dtype dt)
+const char *nccl_dt_name(tf_dtype dt)
 {
     const char *n = tf_dtype_name(dt);
     return n ? n : "(unknown dtype)";
@@ -372,7 +354,7 @@ static tf_status reduction_args(const tf_comm *c, const char *what, void *buf, s
         return tf_error_set(err, TF_ERR_RUNTIME,
                             "comm-nccl: rank %d: %s: cannot reduce %s (F32, F64, F16, BF16, I32, "
                             "I64, U8, I8, U32, U64 can be)",
-                            c->rank, what, dt_name(dt));
+                            c->rank, what, nccl_dt_name(dt));
     if (op == TF_REDUCE_SUM)
         k->op = ncclSum;
     else if (op == TF_REDUCE_AVG && is_floating(dt))
@@ -381,7 +363,7 @@ static tf_status reduction_args(const tf_comm *c, const char *what, void *buf, s
         return tf_error_set(err, TF_ERR_RUNTIME,
                             "comm-nccl: rank %d: %s: TF_REDUCE_AVG needs a floating-point dtype, "
                             "got %s",
-                            c->rank, what, dt_name(dt));
+                            c->rank, what, nccl_dt_name(dt));
     else
         return tf_error_set(err, TF_ERR_RUNTIME, "comm-nccl: rank %d: %s: unknown reduce op %d",
                             c->rank, what, (int)op);
@@ -470,7 +452,7 @@ static tf_status setup_device(tf_comm *c, int local_rank, tf_error *err)
     }
     c->scratch = scratch;
     if (c->bvt->memset(c->be, c->scratch, 0, 4 * sizeof(uint32_t), c->stream) != TF_OK)
-        return backend_fail(c, err, what, "memset of the barrier scratch");
+        return nccl_backend_fail(c, err, what, "memset of the barrier scratch");
     for (int i = 0; i < POOL_INITIAL; i++)
         if ((st = req_new(c, err))) return st;
     return TF_OK;
@@ -499,6 +481,7 @@ static void teardown(tf_comm *c, bool clean)
         free(c->reqs[i]);
     }
     free(c->reqs);
+    free(c->held);
     if (c->scratch) c->bvt->free(c->be, c->scratch, TF_MEM_DEVICE);
     if (c->stream) c->bvt->stream_destroy(c->be, c->stream);
     nccl_boot_end(&c->boot, clean);
@@ -600,7 +583,8 @@ static void nccl_finalize(tf_comm *c)
     if (clean) {
         tf_error e;
         cudaError_t ce = cudaSetDevice(c->device);
-        if (ce != cudaSuccess || host_wait(c, "finalize", &e) != TF_OK) {
+        if (ce != cudaSuccess || nccl_p2p_flush(c, "finalize", &e) != TF_OK ||
+            nccl_host_wait(c, "finalize", &e) != TF_OK) {
             if (ce != cudaSuccess) cuda_fail(c, &e, "finalize", "cudaSetDevice", ce);
             tf_log(TF_LOG_WARN, "%s", e.msg);
             clean = false;
@@ -617,15 +601,15 @@ static tf_status nccl_allreduce_start(tf_comm *c, void *buf, size_t count, tf_dt
                             !c ? "communicator" : "request pointer");
     *req = NULL;
     char what[96];
-    snprintf(what, sizeof what, "allreduce of %zu %s", count, dt_name(dt));
+    snprintf(what, sizeof what, "allreduce of %zu %s", count, nccl_dt_name(dt));
     coll k = {.kind = COLL_ALLREDUCE};
     tf_status st = reduction_args(c, what, buf, count, dt, op, &k, err);
-    if (!st) st = check_usable(c, what, err);
+    if (!st) st = nccl_check_usable(c, what, err);
     if (st) return st;
     tf_comm_request *q = NULL;
-    if ((st = req_get(c, &q, err))) return st;
+    if ((st = nccl_req_get(c, &q, err))) return st;
     if ((st = enqueue(c, q, &k, what, err))) {
-        req_put(c, q);
+        nccl_req_put(c, q);
         return st;
     }
     q->in_flight = true;
@@ -648,12 +632,12 @@ static tf_status sharded_start(tf_comm *c, coll *k, const char *what, void *buf,
     k->buf = buf;
     k->count = count;
     k->esize = es;
-    tf_status st = check_usable(c, what, err);
+    tf_status st = nccl_check_usable(c, what, err);
     if (st) return st;
     tf_comm_request *q = NULL;
-    if ((st = req_get(c, &q, err))) return st;
+    if ((st = nccl_req_get(c, &q, err))) return st;
     if ((st = enqueue(c, q, k, what, err))) {
-        req_put(c, q);
+        nccl_req_put(c, q);
         return st;
     }
     q->in_flight = true;
@@ -668,7 +652,7 @@ static tf_status nccl_reduce_scatter(tf_comm *c, void *buf, size_t count, tf_dty
         return tf_error_set(err, TF_ERR_RUNTIME, "comm-nccl: reduce_scatter: NULL %s",
                             !c ? "communicator" : "request pointer");
     char what[112];
-    snprintf(what, sizeof what, "reduce-scatter of %zu %s a rank", count, dt_name(dt));
+    snprintf(what, sizeof what, "reduce-scatter of %zu %s a rank", count, nccl_dt_name(dt));
     coll k = {.kind = COLL_REDUCE_SCATTER};
     tf_status st = reduction_args(c, what, buf, count, dt, op, &k, err);
     return st ? st : sharded_start(c, &k, what, buf, count, dt, req, err);
@@ -681,7 +665,7 @@ static tf_status nccl_all_gather(tf_comm *c, void *buf, size_t count, tf_dtype d
         return tf_error_set(err, TF_ERR_RUNTIME, "comm-nccl: all_gather: NULL %s",
                             !c ? "communicator" : "request pointer");
     char what[112];
-    snprintf(what, sizeof what, "all-gather of %zu %s a rank", count, dt_name(dt));
+    snprintf(what, sizeof what, "all-gather of %zu %s a rank", count, nccl_dt_name(dt));
     coll k = {.kind = COLL_ALL_GATHER, .op = ncclSum};
     if (!nccl_type_of(dt, &k.type)) {
         k.type = ncclUint8; /* a type NCCL does not name travels as its bytes */
@@ -727,19 +711,20 @@ static tf_status nccl_wait(tf_comm *c, tf_comm_request *q, tf_error *err)
     if (!c || !q)
         return tf_error_set(err, TF_ERR_RUNTIME, "comm-nccl: wait: NULL %s",
                             !c ? "communicator" : "request");
-    if (q->magic != REQ_MAGIC || !q->in_flight)
+    if (q->magic != NCCL_REQ_MAGIC || !q->in_flight)
         return tf_error_set(err, TF_ERR_RUNTIME,
                             "comm-nccl: rank %d: wait: the request is not in flight (waited for "
-                            "twice, or not from allreduce_start)",
+                            "twice, or not from a start call)",
                             c->rank);
+    if (q->kind != NCCL_REQ_COLL) return nccl_p2p_wait(c, q, err);
     tf_status st;
     if (atomic_load(&c->aborted))
-        st = aborted_error(c, err, "wait");
+        st = nccl_aborted_error(c, err, "wait");
     else if (c->bvt->stream_wait_event(c->be, NULL, q->done) != TF_OK)
-        st = backend_fail(c, err, "wait", "stream_wait_event of the default stream");
+        st = nccl_backend_fail(c, err, "wait", "stream_wait_event of the default stream");
     else
         st = check_health(c, "wait", err);
-    req_put(c, q);
+    nccl_req_put(c, q);
     return st;
 }
 
@@ -748,7 +733,7 @@ static tf_status nccl_reduce(tf_comm *c, void *buf, size_t count, tf_dtype dt, t
 {
     if (!c) return tf_error_set(err, TF_ERR_RUNTIME, "comm-nccl: reduce: NULL communicator");
     char what[112];
-    snprintf(what, sizeof what, "reduce of %zu %s to root %d", count, dt_name(dt), root);
+    snprintf(what, sizeof what, "reduce of %zu %s to root %d", count, nccl_dt_name(dt), root);
     coll k = {.kind = COLL_REDUCE};
     tf_status st = check_root(c, what, root, err);
     if (!st) st = reduction_args(c, what, buf, count, dt, op, &k, err);
@@ -762,7 +747,7 @@ static tf_status nccl_broadcast(tf_comm *c, void *buf, size_t count, tf_dtype dt
 {
     if (!c) return tf_error_set(err, TF_ERR_RUNTIME, "comm-nccl: broadcast: NULL communicator");
     char what[112];
-    snprintf(what, sizeof what, "broadcast of %zu %s from root %d", count, dt_name(dt), root);
+    snprintf(what, sizeof what, "broadcast of %zu %s from root %d", count, nccl_dt_name(dt), root);
     tf_status st = check_root(c, what, root, err);
     if (st) return st;
     coll k = {.kind = COLL_BROADCAST, .buf = buf, .count = count, .op = ncclSum, .root = root};
@@ -798,7 +783,7 @@ static void nccl_abort(tf_comm *c, const char *why)
     char msg[TF_ERROR_MSG_MAX];
     snprintf(msg, sizeof msg, "%s", why && *why ? why : "(no reason given)");
     if (c->boot.kind == NCCL_BOOT_LAUNCHER) nccl_shared_fail(c->boot.shared, c->rank, msg);
-    abort_local(c, msg);
+    nccl_abort_local(c, msg);
 }
 
 static const tf_comm_vtable nccl_vtable = {
@@ -816,6 +801,8 @@ static const tf_comm_vtable nccl_vtable = {
     .abort = nccl_abort,
     .reduce_scatter = nccl_reduce_scatter,
     .all_gather = nccl_all_gather,
+    .send = nccl_send,
+    .recv = nccl_recv,
     .reduce_start = nccl_reduce_start,
 };
 

@@ -20,6 +20,7 @@
  *       --backend SO|fake    the backend: a backend plugin, or "fake", a test
  *                            double with native streams that never reaches a GPU
  *       --ops                after init, run the collectives and check their results
+ *                            (and, world 2 and more, send/recv)
  *       --abort-rank R       after init, rank R calls abort(); everyone then
  *                            calls barrier, which must fail
  *       -o KEY=VALUE         a config override (comm.bootstrap=file, ...)
@@ -299,6 +300,91 @@ static tf_status check_errors(ctx *x, tf_error *err)
     return TF_OK;
 }
 
+
+/* send / recv (ABI 1.4): a pipeline's 1F1B exchange between ranks 0 and 1
+ * (rank 0 starts two sends, then waits in a receive of the first gradient,
+ * which rank 1 sends only after its first receive), then a ring over every
+ * rank of two messages each (f32, and bool travelling as bytes), all four
+ * started before any is waited for (a wait completes every send and receive
+ * started before it: README.md, "Point to point"). */
+static tf_status check_p2p(ctx *x, tf_error *err)
+{
+    enum { N = 5000 };
+    float h[N];
+    void *a0 = NULL, *a1 = NULL, *g0 = NULL, *b = NULL;
+    tf_status st = x->bvt->alloc(x->be, sizeof h, TF_MEM_DEVICE, &a0, err);
+    if (!st) st = x->bvt->alloc(x->be, sizeof h, TF_MEM_DEVICE, &a1, err);
+    if (!st) st = x->bvt->alloc(x->be, sizeof h, TF_MEM_DEVICE, &g0, err);
+    if (!st) st = x->bvt->alloc(x->be, N, TF_MEM_DEVICE, &b, err);
+    tf_comm_request *r[3] = {NULL, NULL, NULL};
+    if (!st && x->rank == 0) {
+        for (int i = 0; i < N; i++) h[i] = (float)(i % 97);
+        st = to_device(x, a0, h, sizeof h, err);
+        for (int i = 0; !st && i < N; i++) h[i] = (float)(i % 89) + 0.5f;
+        if (!st) st = to_device(x, a1, h, sizeof h, err);
+        if (!st) st = x->cvt->send(x->c, a0, N, TF_DTYPE_F32, 1, &r[0], err);
+        if (!st) st = x->cvt->send(x->c, a1, N, TF_DTYPE_F32, 1, &r[1], err);
+        if (!st) st = x->cvt->recv(x->c, g0, N, TF_DTYPE_F32, 1, &r[2], err);
+        if (!st) st = x->cvt->wait(x->c, r[2], err);
+        for (int k = 0; !st && k < 2; k++) st = x->cvt->wait(x->c, r[k], err);
+        if (!st) st = to_host(x, h, g0, sizeof h, err);
+        for (int i = 0; !st && i < N; i++)
+            if (h[i] != (float)(i % 83) - 1.0f)
+                st = tf_error_set(err, TF_ERR_RUNTIME, "gradient 0 element %d: %g, want %g", i, h[i],
+                                  (float)(i % 83) - 1.0f);
+    } else if (!st && x->rank == 1) {
+        st = x->cvt->recv(x->c, a0, N, TF_DTYPE_F32, 0, &r[0], err);
+        if (!st) st = x->cvt->wait(x->c, r[0], err);
+        for (int i = 0; !st && i < N; i++) h[i] = (float)(i % 83) - 1.0f;
+        if (!st) st = to_device(x, g0, h, sizeof h, err);
+        if (!st) st = x->cvt->send(x->c, g0, N, TF_DTYPE_F32, 0, &r[1], err);
+        if (!st) st = x->cvt->recv(x->c, a1, N, TF_DTYPE_F32, 0, &r[2], err);
+        if (!st) st = x->cvt->wait(x->c, r[2], err);
+        if (!st) st = x->cvt->wait(x->c, r[1], err);
+        for (int k = 0; !st && k < 2; k++) {
+            st = to_host(x, h, k ? a1 : a0, sizeof h, err);
+            for (int i = 0; !st && i < N; i++) {
+                float want = k ? (float)(i % 89) + 0.5f : (float)(i % 97);
+                if (h[i] != want)
+                    st = tf_error_set(err, TF_ERR_RUNTIME, "activation %d element %d: %g, want %g", k, i, h[i], want);
+            }
+        }
+    }
+    /* the ring */
+    int next = (x->rank + 1) % x->world, prev = (x->rank + x->world - 1) % x->world;
+    unsigned char bytes[N];
+    for (int i = 0; !st && i < N; i++) h[i] = (float)(x->rank * 1000 + i % 101);
+    for (int i = 0; i < N; i++) bytes[i] = (unsigned char)((i + x->rank) & 1);
+    if (!st) st = to_device(x, a0, h, sizeof h, err);
+    if (!st) st = to_device(x, b, bytes, N, err);
+    tf_comm_request *r4 = NULL;
+    void *bin = g0; /* the bool message's receive buffer */
+    if (!st) st = x->cvt->send(x->c, a0, N, TF_DTYPE_F32, next, &r[0], err);
+    if (!st) st = x->cvt->send(x->c, b, N, TF_DTYPE_BOOL, next, &r[1], err);
+    if (!st) st = x->cvt->recv(x->c, a1, N, TF_DTYPE_F32, prev, &r[2], err);
+    if (!st) st = x->cvt->recv(x->c, bin, N, TF_DTYPE_BOOL, prev, &r4, err);
+    if (!st) st = x->cvt->wait(x->c, r[2], err);
+    if (!st) st = x->cvt->wait(x->c, r[0], err);
+    if (!st) st = x->cvt->wait(x->c, r4, err);
+    if (!st) st = x->cvt->wait(x->c, r[1], err);
+    if (!st) st = to_host(x, h, a1, sizeof h, err);
+    for (int i = 0; !st && i < N; i++)
+        if (h[i] != (float)(prev * 1000 + i % 101))
+            st = tf_error_set(err, TF_ERR_RUNTIME, "ring message from rank %d element %d: %g", prev, i, h[i]);
+    if (!st) st = to_host(x, bytes, bin, N, err);
+    for (int i = 0; !st && i < N; i++)
+        if (bytes[i] != (unsigned char)((i + prev) & 1))
+            st = tf_error_set(err, TF_ERR_RUNTIME, "ring bool message from rank %d byte %d: %d", prev, i, bytes[i]);
+    tf_error e;
+    tf_comm_request *q = NULL;
+    if (!st && (x->cvt->send(x->c, a0, N, TF_DTYPE_F32, x->rank, &q, &e) == TF_OK || !strstr(e.msg, "is not another rank")))
+        st = tf_error_set(err, TF_ERR_RUNTIME, "a send to itself was not refused: %s", q ? "started" : e.msg);
+    void *bufs[4] = {a0, a1, g0, b};
+    for (int k = 0; k < 4; k++)
+        if (bufs[k]) x->bvt->free(x->be, bufs[k], TF_MEM_DEVICE);
+    return st;
+}
+
 static tf_status run_ops(ctx *x, tf_error *err)
 {
     tf_status st = check_errors(x, err);
@@ -306,6 +392,7 @@ static tf_status run_ops(ctx *x, tf_error *err)
     if (!st) st = check_f64_sum(x, err);
     if (!st) st = check_broadcasts(x, err);
     if (!st) st = check_reduce(x, err);
+    if (!st && x->world > 1 && TF_HAS(x->cvt, send) && TF_HAS(x->cvt, recv)) st = check_p2p(x, err);
     for (int i = 0; !st && i < 3; i++) st = x->cvt->barrier(x->c, err);
     return st;
 }
@@ -379,7 +466,8 @@ static tf_status run_rank(const opts *o, const tf_comm_vtable *cvt, int rank, in
         ctx x = {cvt, c, bvt, be, rank, o->world};
         st = run_ops(&x, err);
         if (!st)
-            snprintf(done, n, "3 steps x 3 AVG buckets, f64 sum, 5 broadcasts, reduce, 3 barriers");
+            snprintf(done, n, "3 steps x 3 AVG buckets, f64 sum, 5 broadcasts, reduce, 3 barriers%s",
+                     o->world > 1 && TF_HAS(cvt, send) && TF_HAS(cvt, recv) ? ", send/recv" : "");
     }
     if (c) cvt->finalize(c);
     if (bvt != &fake_vt) bvt->close(be);

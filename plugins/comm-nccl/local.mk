@@ -5,11 +5,13 @@
 
 COMM_NCCL_SOURCES = \
 	plugins/comm-nccl/nccl_internal.h \
+	plugins/comm-nccl/nccl_comm.h \
 	plugins/comm-nccl/nccl_config.c \
 	plugins/comm-nccl/nccl_bootstrap.c \
 	plugins/comm-nccl/nccl_bootstrap_mpi.c \
 	plugins/comm-nccl/nccl_probe.c \
-	plugins/comm-nccl/comm_nccl.c
+	plugins/comm-nccl/comm_nccl.c \
+	plugins/comm-nccl/nccl_p2p.c
 # Only the CUDA runtime: NCCL and the stream/event calls need nothing else.
 COMM_NCCL_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CFLAGS) $(NCCL_CFLAGS)
 COMM_NCCL_LDFLAGS = -L$(CUDA_DIR)/lib64 -Wl,-rpath,$(CUDA_DIR)/lib64

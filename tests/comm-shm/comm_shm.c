@@ -18,12 +18,24 @@
  * allreduce_start only queues the request; the reduction runs when the
  * request (or any later one, or another collective) is waited for, in start
  * order, so every rank runs the same sequence of collectives.
+ *
+ * send / recv (ABI 1.4, a pipeline's messages) go through one ring per
+ * ordered pair of ranks after the slots (a byte stream: a header naming the
+ * message's number, count and dtype, then its bytes). A rank moves the
+ * bytes of all its started sends and receives whenever it waits for one of
+ * them (calls to one peer in one direction in start order), so a send
+ * started before a wait in a receive never deadlocks. A send is done when
+ * the peer has taken all its bytes; a receiver that finds another count or
+ * dtype than it expects stops the job with both. Every collective first
+ * finishes the sends and receives started before it.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <linux/futex.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,8 +68,11 @@ typedef struct shm_ctl {
 _Static_assert(sizeof(shm_ctl) <= TF_COMM_SHARED_BYTES, "the control block must fit the region");
 _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "process-shared atomics need lock-free ints");
 
+typedef enum shm_req_kind { REQ_ALLREDUCE = 0, REQ_SEND = 1, REQ_RECV = 2 } shm_req_kind;
+
 struct tf_comm_request {
-    struct tf_comm_request *next; /* the queue, in start order */
+    struct tf_comm_request *next; /* the queue (all-reduces) or the p2p list, in start order */
+    shm_req_kind kind;
     void *buf;
     size_t count;
     tf_dtype dt;
@@ -65,7 +80,28 @@ struct tf_comm_request {
     bool done;                    /* ran (during an earlier wait or collective) */
     tf_status status;             /* its result then */
     tf_error err;
+    /* send / recv */
+    int peer;
+    int state;                    /* 0: header, 1: bytes, 2: (send) until the peer took them all */
+    size_t bytes, pos;            /* the message's bytes, and those moved */
+    uint64_t end;                 /* (send) the stream position after the message */
 };
+
+/* One ordered pair's ring (in the segment, after the slots): only the
+ * sender writes `written`, only the receiver `consumed`. */
+typedef struct shm_pair {
+    _Atomic uint64_t written;
+    _Atomic uint64_t consumed;
+    uint64_t sent;     /* messages the sender started into it (the sender's own count) */
+    uint64_t received; /* messages the receiver took out (the receiver's own count) */
+    char pad[32];
+} shm_pair;
+
+typedef struct shm_msg_header {
+    uint64_t magic, seq, count;
+    int32_t dt, unused;
+} shm_msg_header;
+#define SHM_MSG_MAGIC 0x5032506d68732d74ull
 
 struct tf_comm {
     int rank, world_size;
@@ -73,9 +109,10 @@ struct tf_comm {
     tf_backend *be;
     double timeout_s;
     shm_ctl *ctl;
-    unsigned char *seg;           /* [world_size][slot_bytes] */
+    unsigned char *seg;           /* [world_size][slot_bytes], [world_size^2] shm_pair, [world_size^2][slot_bytes] rings */
     size_t slot_bytes, seg_bytes;
     tf_comm_request *head, *tail; /* queued all-reduces */
+    tf_comm_request *p2p_head, *p2p_tail; /* started sends and receives, not yet done */
     char name[SHM_NAME_MAX];      /* rank 0: the segment's name while it is linked */
 };
 
@@ -200,6 +237,26 @@ static tf_status barrier_wait(tf_comm *c, const char *what, tf_error *err)
 /* --- collectives over the slots ---------------------------------------------- */
 static unsigned char *slot(tf_comm *c, int r) { return c->seg + (size_t)r * c->slot_bytes; }
 
+static size_t pairs_bytes(int world) { return ((size_t)world * (size_t)world * sizeof(shm_pair) + 4095) & ~(size_t)4095; }
+
+/* The segment: the slots, the pairs' counters, a ring of slot_bytes per ordered pair. */
+static size_t segment_size(size_t slot_bytes, int world)
+{
+    return slot_bytes * (size_t)world + pairs_bytes(world) + (size_t)world * (size_t)world * slot_bytes;
+}
+
+static shm_pair *pair_of(tf_comm *c, int src, int dst)
+{
+    shm_pair *p = (shm_pair *)(c->seg + c->slot_bytes * (size_t)c->world_size);
+    return p + (size_t)src * (size_t)c->world_size + (size_t)dst;
+}
+
+static unsigned char *ring_of(tf_comm *c, int src, int dst)
+{
+    return c->seg + c->slot_bytes * (size_t)c->world_size + pairs_bytes(c->world_size) +
+           ((size_t)src * (size_t)c->world_size + (size_t)dst) * c->slot_bytes;
+}
+
 /* Make sure the backend finished writing the buffers we are about to read.
  * A rank that fails here would leave the others waiting in the collective:
  * it stops the job instead. */
@@ -297,9 +354,209 @@ static tf_status run_queue(tf_comm *c, tf_comm_request *upto)
     return last;
 }
 
-/* Every collective first runs what is queued, so ranks agree on the order. */
+
+/* --- send / recv through the pairs' rings ------------------------------------ */
+static void ring_put(tf_comm *c, unsigned char *ring, uint64_t at, const void *src, size_t n)
+{
+    size_t off = (size_t)(at % c->slot_bytes), first = c->slot_bytes - off < n ? c->slot_bytes - off : n;
+    memcpy(ring + off, src, first);
+    memcpy(ring, (const unsigned char *)src + first, n - first);
+}
+
+static void ring_get(tf_comm *c, const unsigned char *ring, uint64_t at, void *dst, size_t n)
+{
+    size_t off = (size_t)(at % c->slot_bytes), first = c->slot_bytes - off < n ? c->slot_bytes - off : n;
+    memcpy(dst, ring + off, first);
+    memcpy((unsigned char *)dst + first, ring, n - first);
+}
+
+static void describe_p2p(char *out, size_t n, const tf_comm_request *q)
+{
+    const char *name = tf_dtype_name(q->dt);
+    snprintf(out, n, "%s of %zu %s elements %s rank %d", q->kind == REQ_SEND ? "send" : "recv", q->count,
+             name ? name : "?", q->kind == REQ_SEND ? "to" : "from", q->peer);
+}
+
+/* One step of q; true when it moved bytes or finished. A mismatch stops the job. */
+static bool p2p_step(tf_comm *c, tf_comm_request *q)
+{
+    uint64_t room = c->slot_bytes;
+    if (q->kind == REQ_SEND) {
+        shm_pair *pr = pair_of(c, c->rank, q->peer);
+        unsigned char *ring = ring_of(c, c->rank, q->peer);
+        uint64_t w = atomic_load_explicit(&pr->written, memory_order_relaxed);
+        uint64_t space = room - (w - atomic_load_explicit(&pr->consumed, memory_order_acquire));
+        if (q->state == 0 && space >= sizeof(shm_msg_header)) {
+            shm_msg_header h = {.magic = SHM_MSG_MAGIC, .seq = ++pr->sent, .count = q->count, .dt = (int32_t)q->dt};
+            ring_put(c, ring, w, &h, sizeof h);
+            atomic_store_explicit(&pr->written, w + sizeof h, memory_order_release);
+            q->state = 1;
+            return true;
+        }
+        if (q->state == 1 && (space > 0 || q->pos == q->bytes)) {
+            size_t n = q->bytes - q->pos < space ? q->bytes - q->pos : (size_t)space;
+            ring_put(c, ring, w, (const unsigned char *)q->buf + q->pos, n);
+            atomic_store_explicit(&pr->written, w + n, memory_order_release);
+            q->pos += n;
+            if (q->pos == q->bytes) {
+                q->end = w + n;
+                q->state = 2;
+            }
+            return true;
+        }
+        if (q->state == 2 && atomic_load_explicit(&pr->consumed, memory_order_acquire) >= q->end) {
+            q->done = true;
+            return true;
+        }
+        return false;
+    }
+    shm_pair *pr = pair_of(c, q->peer, c->rank);
+    const unsigned char *ring = ring_of(c, q->peer, c->rank);
+    uint64_t r = atomic_load_explicit(&pr->consumed, memory_order_relaxed);
+    uint64_t avail = atomic_load_explicit(&pr->written, memory_order_acquire) - r;
+    if (q->state == 0 && avail >= sizeof(shm_msg_header)) {
+        shm_msg_header h;
+        ring_get(c, ring, r, &h, sizeof h);
+        uint64_t seq = ++pr->received;
+        if (h.magic != SHM_MSG_MAGIC || h.seq != seq || h.count != q->count || h.dt != (int32_t)q->dt) {
+            char mine[128], why[TF_ERROR_MSG_MAX];
+            describe_p2p(mine, sizeof mine, q);
+            const char *theirs = tf_dtype_name((tf_dtype)h.dt);
+            snprintf(why, sizeof why, "rank %d's message #%llu to rank %d is %llu %s elements; rank %d's %s expected it",
+                     q->peer, (unsigned long long)h.seq, c->rank, (unsigned long long)h.count, theirs ? theirs : "?",
+                     c->rank, mine);
+            stop_job(c->ctl, c->rank, why);
+            q->status = tf_error_set(&q->err, TF_ERR_RUNTIME, "comm-shm: rank %d: %s", c->rank, why);
+            q->done = true;
+            return true;
+        }
+        atomic_store_explicit(&pr->consumed, r + sizeof h, memory_order_release);
+        q->state = 1;
+        return true;
+    }
+    if (q->state == 1 && (avail > 0 || q->pos == q->bytes)) {
+        size_t n = q->bytes - q->pos < avail ? q->bytes - q->pos : (size_t)avail;
+        ring_get(c, ring, r, (unsigned char *)q->buf + q->pos, n);
+        atomic_store_explicit(&pr->consumed, r + n, memory_order_release);
+        q->pos += n;
+        if (q->pos == q->bytes) q->done = true;
+        return true;
+    }
+    return false;
+}
+
+/* Move every started send and receive as far as it goes (those to one peer
+ * in one direction in start order); done ones leave the list. True when
+ * something moved. */
+static bool p2p_progress(tf_comm *c)
+{
+    bool moved = false;
+    for (tf_comm_request *q = c->p2p_head; q; q = q->next) {
+        bool blocked = false;
+        for (tf_comm_request *e = c->p2p_head; e != q && !blocked; e = e->next)
+            blocked = !e->done && e->peer == q->peer && e->kind == q->kind;
+        while (!blocked && !q->done && p2p_step(c, q)) moved = true;
+    }
+    tf_comm_request **at = &c->p2p_head;
+    c->p2p_tail = NULL;
+    while (*at) {
+        if ((*at)->done) *at = (*at)->next;
+        else {
+            c->p2p_tail = *at;
+            at = &(*at)->next;
+        }
+    }
+    return moved;
+}
+
+/* Until q is done (NULL: every started send and receive), the job stops, or
+ * nothing moved for timeout_s. */
+static tf_status p2p_finish(tf_comm *c, tf_comm_request *q, tf_error *err)
+{
+    double deadline = now_s() + c->timeout_s, pause = 0;
+    for (;;) {
+        bool moved = p2p_progress(c);
+        if (q ? q->done : !c->p2p_head) return TF_OK;
+        tf_status st = check_stopped(c->ctl, err);
+        if (st) return st;
+        double t = now_s();
+        if (moved) {
+            deadline = t + c->timeout_s;
+            pause = 0;
+            continue;
+        }
+        if (t > deadline) {
+            char what[128];
+            describe_p2p(what, sizeof what, q ? q : c->p2p_head);
+            return timed_out(c, what, "the peer neither sent nor took a byte", err);
+        }
+        if (pause == 0) {
+            sched_yield();
+            pause = 1e-6;
+        } else {
+            sleep_s(pause);
+            if (pause < 1e-3) pause *= 2;
+        }
+    }
+}
+
+static tf_status p2p_start(tf_comm *c, shm_req_kind kind, void *buf, size_t count, tf_dtype dt, int peer,
+                           tf_comm_request **req, tf_error *err)
+{
+    const char *op = kind == REQ_SEND ? "send" : "recv";
+    if (!c || !req)
+        return tf_error_set(err, TF_ERR_RUNTIME, "comm-shm: %s: NULL %s", op, !c ? "communicator" : "request pointer");
+    *req = NULL;
+    size_t es = tf_dtype_size(dt);
+    if (es == 0) return tf_error_set(err, TF_ERR_RUNTIME, "comm-shm: rank %d: %s: unknown dtype %d", c->rank, op, (int)dt);
+    if (peer < 0 || peer >= c->world_size || peer == c->rank)
+        return tf_error_set(err, TF_ERR_RUNTIME, "comm-shm: rank %d: %s: peer %d is not another rank in [0, %d)",
+                            c->rank, op, peer, c->world_size);
+    if (count > SIZE_MAX / es)
+        return tf_error_set(err, TF_ERR_RUNTIME, "comm-shm: rank %d: %s: the size overflows", c->rank, op);
+    if (count > 0 && !buf)
+        return tf_error_set(err, TF_ERR_RUNTIME, "comm-shm: rank %d: %s: the buffer is NULL", c->rank, op);
+    tf_status st = check_stopped(c->ctl, err);
+    /* the backend's writes to a send buffer (reads of a receive buffer) are done */
+    if (!st) st = sync_backend(c, op, err);
+    if (st) return st;
+    tf_comm_request *q = calloc(1, sizeof *q);
+    if (!q) return tf_error_set(err, TF_ERR_RUNTIME, "comm-shm: rank %d: out of memory", c->rank);
+    q->kind = kind;
+    q->buf = buf;
+    q->count = count;
+    q->dt = dt;
+    q->peer = peer;
+    q->bytes = count * es;
+    if (c->p2p_tail) c->p2p_tail->next = q;
+    else c->p2p_head = q;
+    c->p2p_tail = q;
+    p2p_progress(c); /* what can move now, moves (never waits) */
+    *req = q;
+    return TF_OK;
+}
+
+static tf_status shm_send(tf_comm *c, const void *buf, size_t count, tf_dtype dt, int peer, tf_comm_request **req,
+                          tf_error *err)
+{
+    /* a send only reads its buffer; the request keeps one pointer type */
+    return p2p_start(c, REQ_SEND, (void *)(uintptr_t)buf, count, dt, peer, req, err);
+}
+
+static tf_status shm_recv(tf_comm *c, void *buf, size_t count, tf_dtype dt, int peer, tf_comm_request **req,
+                          tf_error *err)
+{
+    return p2p_start(c, REQ_RECV, buf, count, dt, peer, req, err);
+}
+
+/* Every collective first finishes the started sends and receives and runs
+ * what is queued, so ranks agree on the order. */
 static tf_status flush(tf_comm *c, tf_error *err)
 {
+    if (c->p2p_head) {
+        tf_status st = p2p_finish(c, NULL, err);
+        if (st) return st;
+    }
     tf_comm_request *last = c->tail;
     if (!last) return TF_OK;
     run_queue(c, NULL);
@@ -344,6 +601,20 @@ static tf_status shm_wait(tf_comm *c, tf_comm_request *q, tf_error *err)
     if (!c || !q)
         return tf_error_set(err, TF_ERR_RUNTIME, "comm-shm: wait: NULL %s",
                             !c ? "communicator" : "request");
+    if (q->kind != REQ_ALLREDUCE) {
+        bool started = false;
+        for (tf_comm_request *p = c->p2p_head; p && !started; p = p->next) started = p == q;
+        if (!started && !q->done)
+            return tf_error_set(err, TF_ERR_RUNTIME, "comm-shm: rank %d: wait: the request is not in flight", c->rank);
+        tf_status st = started ? p2p_finish(c, q, err) : TF_OK;
+        if (!st && q->status) {
+            *err = q->err;
+            st = q->status;
+        }
+        /* a request the job's stop left unfinished stays on the list until finalize */
+        if (q->done) free(q);
+        return st;
+    }
     if (!q->done) {
         bool queued = false;
         for (tf_comm_request *p = c->head; p && !queued; p = p->next) queued = p == q;
@@ -452,6 +723,11 @@ static void shm_finalize(tf_comm *c)
         c->head = q->next;
         free(q);
     }
+    while (c->p2p_head) { /* started and never finished: dropped */
+        tf_comm_request *q = c->p2p_head;
+        c->p2p_head = q->next;
+        free(q);
+    }
     if (c->seg) munmap(c->seg, c->seg_bytes);
     /* rank 0 unlinks as soon as everyone attached; this covers a failed init */
     if (c->name[0]) shm_unlink(c->name);
@@ -507,7 +783,7 @@ static tf_status attach_segment(tf_comm *c, tf_error *err)
                             "comm-shm: rank %d: rank 0 runs with world_size %d, this rank with %d",
                             c->rank, (int)k->world_size, c->world_size);
     c->slot_bytes = (size_t)k->slot_bytes; /* rank 0's, should the configs differ */
-    c->seg_bytes = c->slot_bytes * (size_t)c->world_size;
+    c->seg_bytes = segment_size(c->slot_bytes, c->world_size);
     int fd = shm_open(k->name, O_RDWR | O_CLOEXEC, 0);
     if (fd < 0)
         return tf_error_set(err, TF_ERR_RUNTIME, "comm-shm: rank %d: shm_open(%s): %s", c->rank,
@@ -566,7 +842,7 @@ static tf_status shm_init(const tf_comm_init_args *args, tf_comm **out, tf_error
     c->timeout_s = o.timeout_s;
     c->ctl = args->shared;
     c->slot_bytes = (size_t)o.slot_kb * 1024;
-    c->seg_bytes = c->slot_bytes * (size_t)c->world_size;
+    c->seg_bytes = segment_size(c->slot_bytes, c->world_size);
 
     st = c->rank == 0 ? create_segment(c, err) : attach_segment(c, err);
     if (!st) {
@@ -604,6 +880,8 @@ static const tf_comm_vtable shm_vtable = {
     .broadcast = shm_broadcast,
     .barrier = shm_barrier,
     .abort = shm_abort,
+    .send = shm_send,
+    .recv = shm_recv,
 };
 
 TF_PLUGIN_DEFINE(TF_KIND_COMM, "shm", "1.0.0",

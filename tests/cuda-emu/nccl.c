@@ -92,11 +92,56 @@ typedef struct segment {
     rank_slot slots[];      /* [nranks], then nranks staging areas of CHUNK_BYTES */
 } segment;
 
-static size_t segment_bytes(int nranks)
+/* Point-to-point: one channel per ordered pair of ranks (src -> dst), a
+ * byte stream through a ring of RING_BYTES; each message is a header, then
+ * its bytes. Only src writes `written`, only dst writes `consumed`. */
+#define RING_BYTES ((size_t)1 << 18)
+typedef struct pair_chan {
+    _Atomic uint64_t written;  /* bytes src put into the ring so far */
+    _Atomic uint64_t consumed; /* bytes dst took out so far */
+    _Atomic int32_t broken;    /* dst found a message that does not match its receive */
+    char why[MSG_MAX];         /* dst's line about it */
+    char pad[64];
+} pair_chan;
+
+typedef struct msg_header {
+    uint64_t magic;
+    uint64_t seq;   /* 1-based number of the message from src to dst */
+    uint64_t count;
+    int32_t type;
+    int32_t unused;
+} msg_header;
+#define MSG_MAGIC 0x3250504e554d4554ull /* "TEMUNPP2" */
+
+static size_t segment_head(int nranks)
 {
     size_t head = sizeof(segment) + (size_t)nranks * sizeof(rank_slot);
-    head = (head + 4095) & ~(size_t)4095;
-    return head + (size_t)nranks * CHUNK_BYTES;
+    return (head + 4095) & ~(size_t)4095;
+}
+
+static size_t pairs_bytes(int nranks)
+{
+    size_t b = (size_t)nranks * (size_t)nranks * sizeof(pair_chan);
+    return (b + 4095) & ~(size_t)4095;
+}
+
+static size_t segment_bytes(int nranks)
+{
+    return segment_head(nranks) + (size_t)nranks * CHUNK_BYTES + pairs_bytes(nranks) +
+           (size_t)nranks * (size_t)nranks * RING_BYTES;
+}
+
+static pair_chan *pair_of(segment *s, int src, int dst)
+{
+    pair_chan *p = (pair_chan *)((unsigned char *)s + segment_head(s->nranks) + (size_t)s->nranks * CHUNK_BYTES);
+    return p + (size_t)src * (size_t)s->nranks + (size_t)dst;
+}
+
+static unsigned char *ring_of(segment *s, int src, int dst)
+{
+    unsigned char *r = (unsigned char *)s + segment_head(s->nranks) + (size_t)s->nranks * CHUNK_BYTES +
+                       pairs_bytes(s->nranks);
+    return r + ((size_t)src * (size_t)s->nranks + (size_t)dst) * RING_BYTES;
 }
 
 static unsigned char *staging(segment *s, int rank)
@@ -117,6 +162,8 @@ struct ncclComm {
     _Atomic bool aborted;      /* ncclCommAbort on this rank */
     _Atomic bool left;         /* ncclCommDestroy/Abort called: the handle is dead */
     _Atomic int async_err;     /* ncclResult_t, sticky */
+    uint64_t sent[MAX_RANKS];  /* messages sent to each rank (exec_lock) */
+    uint64_t recvd[MAX_RANKS]; /* messages received from each rank (exec_lock) */
     pthread_mutex_t msg_lock;
     char last[MSG_MAX];        /* this communicator's first error */
     pthread_mutex_t exec_lock; /* one collective of this communicator at a time */
@@ -895,6 +942,30 @@ static void task_free(void *arg)
     comm_unref(c);
 }
 
+/* The calling thread's open group (ncclGroupStart .. ncclGroupEnd): depth,
+ * and the point-to-point calls it holds. */
+typedef struct p2p_op {
+    bool is_send;
+    int peer;
+    void *buf;
+    size_t count, bytes;
+    int type;
+    /* progress, on the stream's thread */
+    int state;       /* 0: header, 1: payload, 2: (send) waiting until the peer took it all, 3: done */
+    size_t pos;      /* payload bytes moved */
+    uint64_t end;    /* (send) the stream position after the message */
+    uint64_t seq;
+} p2p_op;
+
+static _Thread_local struct group_state {
+    int depth;
+    ncclResult_t err;  /* the first failed call in the group */
+    ncclComm_t comm;
+    cudaStream_t stream;
+    p2p_op *ops;
+    size_t n, cap;
+} g_group;
+
 /* Argument checks on the caller's thread (ncclInvalidArgument, as NCCL), then
  * the task on the stream. */
 static ncclResult_t enqueue(int kind, const void *send, void *recv, size_t count, ncclDataType_t type,
@@ -903,6 +974,10 @@ static ncclResult_t enqueue(int kind, const void *send, void *recv, size_t count
     const char *call = kind_name(kind);
     ncclResult_t r = check_comm(c, call);
     if (r != ncclSuccess) return r;
+    if (g_group.depth > 0) {
+        set_last("%s: inside ncclGroupStart/ncclGroupEnd: the stand-in groups point-to-point calls only", call);
+        return ncclInvalidUsage;
+    }
     size_t es = type_size(type);
     if (es == 0) {
         set_last("%s: invalid data type %d", call, (int)type);
@@ -993,4 +1068,312 @@ ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcoun
                            ncclComm_t comm, cudaStream_t stream)
 {
     return enqueue(K_ALL_GATHER, sendbuff, recvbuff, sendcount, datatype, ncclSum, 0, comm, stream);
+}
+
+/* --- point-to-point ------------------------------------------------------------
+ *
+ * A group (or a lone call, a group of one) is one task on the stream. It
+ * moves every call's bytes through the pair channels until all are done,
+ * each call progressing on its own except that calls to the same peer in
+ * the same direction go in the order they were made (NCCL's rule). A send
+ * ends when its peer has taken every byte (blocking for the stream until
+ * the matching receive ran, as NCCL documents), a receive when it has them.
+ * The receiver checks the sender's header: another count or type is
+ * ncclInvalidUsage on both sides. The task holds exec_lock, so a
+ * communicator's operations run one at a time on a rank, as on a GPU. */
+
+typedef struct p2p_task {
+    ncclComm_t comm;
+    size_t n;
+    p2p_op ops[];
+} p2p_task;
+
+static void ring_put(unsigned char *ring, uint64_t at, const void *src, size_t n)
+{
+    size_t off = (size_t)(at % RING_BYTES), first = RING_BYTES - off < n ? RING_BYTES - off : n;
+    memcpy(ring + off, src, first);
+    memcpy(ring, (const unsigned char *)src + first, n - first);
+}
+
+static void ring_get(const unsigned char *ring, uint64_t at, void *dst, size_t n)
+{
+    size_t off = (size_t)(at % RING_BYTES), first = RING_BYTES - off < n ? RING_BYTES - off : n;
+    memcpy(dst, ring + off, first);
+    memcpy((unsigned char *)dst + first, ring, n - first);
+}
+
+static void describe_p2p(char *buf, size_t n, const p2p_op *o)
+{
+    snprintf(buf, n, "%s of %zu %s %s rank %d", o->is_send ? "ncclSend" : "ncclRecv", o->count, type_name(o->type),
+             o->is_send ? "to" : "from", o->peer);
+}
+
+/* One step of op o; true when it moved. False with *failed set when the
+ * communicator failed. */
+static bool p2p_step(ncclComm_t c, p2p_op *o, bool *failed)
+{
+    segment *s = c->seg;
+    if (o->is_send) {
+        pair_chan *ch = pair_of(s, c->rank, o->peer);
+        unsigned char *ring = ring_of(s, c->rank, o->peer);
+        if (atomic_load(&ch->broken)) {
+            char mine[160];
+            describe_p2p(mine, sizeof mine, o);
+            comm_fail(c, ncclInvalidUsage, "rank %d: %s #%llu: %s", c->rank, mine, (unsigned long long)o->seq,
+                      ch->why);
+            *failed = true;
+            return false;
+        }
+        uint64_t w = atomic_load_explicit(&ch->written, memory_order_relaxed);
+        uint64_t space = RING_BYTES - (w - atomic_load_explicit(&ch->consumed, memory_order_acquire));
+        if (o->state == 0 && space >= sizeof(msg_header)) {
+            o->seq = ++c->sent[o->peer];
+            msg_header h = {.magic = MSG_MAGIC, .seq = o->seq, .count = o->count, .type = o->type};
+            ring_put(ring, w, &h, sizeof h);
+            atomic_store_explicit(&ch->written, w + sizeof h, memory_order_release);
+            o->state = 1;
+            return true;
+        }
+        if (o->state == 1 && (space > 0 || o->pos == o->bytes)) {
+            size_t n = o->bytes - o->pos < space ? o->bytes - o->pos : (size_t)space;
+            ring_put(ring, w, (const unsigned char *)o->buf + o->pos, n);
+            atomic_store_explicit(&ch->written, w + n, memory_order_release);
+            o->pos += n;
+            if (o->pos == o->bytes) {
+                o->end = w + n;
+                o->state = 2;
+            }
+            return true;
+        }
+        if (o->state == 2 && atomic_load_explicit(&ch->consumed, memory_order_acquire) >= o->end) {
+            o->state = 3;
+            return true;
+        }
+        return false;
+    }
+    pair_chan *ch = pair_of(s, o->peer, c->rank);
+    const unsigned char *ring = ring_of(s, o->peer, c->rank);
+    uint64_t r = atomic_load_explicit(&ch->consumed, memory_order_relaxed);
+    uint64_t avail = atomic_load_explicit(&ch->written, memory_order_acquire) - r;
+    if (o->state == 0 && avail >= sizeof(msg_header)) {
+        msg_header h;
+        ring_get(ring, r, &h, sizeof h);
+        o->seq = ++c->recvd[o->peer];
+        if (h.magic != MSG_MAGIC || h.seq != o->seq || h.count != o->count || h.type != o->type) {
+            char mine[160];
+            describe_p2p(mine, sizeof mine, o);
+            snprintf(ch->why, sizeof ch->why,
+                     "rank %d's message #%llu to rank %d is %llu %s, but rank %d's %s expected it", o->peer,
+                     (unsigned long long)h.seq, c->rank, (unsigned long long)h.count, type_name(h.type), c->rank,
+                     mine);
+            atomic_store(&ch->broken, 1);
+            comm_fail(c, ncclInvalidUsage, "rank %d: %s", c->rank, ch->why);
+            *failed = true;
+            return false;
+        }
+        atomic_store_explicit(&ch->consumed, r + sizeof h, memory_order_release);
+        o->state = 1;
+        return true;
+    }
+    if (o->state == 1 && (avail > 0 || o->pos == o->bytes)) {
+        size_t n = o->bytes - o->pos < avail ? o->bytes - o->pos : (size_t)avail;
+        ring_get(ring, r, (unsigned char *)o->buf + o->pos, n);
+        atomic_store_explicit(&ch->consumed, r + n, memory_order_release);
+        o->pos += n;
+        if (o->pos == o->bytes) o->state = 3;
+        return true;
+    }
+    return false;
+}
+
+static void run_p2p(ncclComm_t c, p2p_task *t)
+{
+    double limit = c->timeout_s, last_move = now_s(), next_pid_check = last_move + 0.05;
+    backoff b = {0, 0};
+    for (;;) {
+        bool moved = false, failed = false, all_done = true;
+        for (size_t i = 0; i < t->n && !failed; i++) {
+            p2p_op *o = &t->ops[i];
+            if (o->state == 3) continue;
+            all_done = false;
+            bool blocked = false; /* an earlier call to the same peer, same direction, not done */
+            for (size_t j = 0; j < i && !blocked; j++)
+                blocked = t->ops[j].state != 3 && t->ops[j].peer == o->peer && t->ops[j].is_send == o->is_send;
+            while (!blocked && o->state != 3 && p2p_step(c, o, &failed)) moved = true;
+        }
+        if (failed || all_done) return;
+        if (moved) {
+            last_move = now_s();
+            b = (backoff){0, 0};
+            continue;
+        }
+        if (atomic_load(&c->aborted)) return; /* this rank's own abort: no error to add */
+        double now = now_s();
+        bool pids = now > next_pid_check;
+        if (pids) next_pid_check = now + 0.05;
+        char why[MSG_MAX];
+        ncclResult_t f = peer_failure(c, 0, pids, why, sizeof why);
+        const p2p_op *stuck = NULL;
+        for (size_t i = 0; i < t->n && !stuck; i++)
+            if (t->ops[i].state != 3) stuck = &t->ops[i];
+        char what[160];
+        describe_p2p(what, sizeof what, stuck);
+        if (f == ncclSuccess && atomic_load(&c->seg->slots[stuck->peer].state) == SLOT_LEFT) {
+            snprintf(why, sizeof why, "rank %d destroyed the communicator before the matching call", stuck->peer);
+            f = ncclRemoteError;
+        }
+        if (f != ncclSuccess) {
+            comm_fail(c, f, "rank %d: %s: %s", c->rank, what, why);
+            return;
+        }
+        if (now - last_move > limit) {
+            comm_fail(c, ncclSystemError, "rank %d: %s: rank %d made no progress in %g s (TFCORE_EMU_NCCL_TIMEOUT_S)",
+                      c->rank, what, stuck->peer, limit);
+            return;
+        }
+        backoff_pause(&b);
+    }
+}
+
+static cudaError_t p2p_task_run(void *arg)
+{
+    p2p_task *t = arg;
+    ncclComm_t c = t->comm;
+    pthread_mutex_lock(&c->exec_lock);
+    if (!atomic_load(&c->aborted) && atomic_load(&c->async_err) == ncclSuccess) run_p2p(c, t);
+    pthread_mutex_unlock(&c->exec_lock);
+    return cudaSuccess;
+}
+
+static void p2p_task_free(void *arg)
+{
+    p2p_task *t = arg;
+    ncclComm_t c = t->comm;
+    free(t);
+    atomic_fetch_sub(&c->pending, 1);
+    comm_unref(c);
+}
+
+static ncclResult_t p2p_enqueue(ncclComm_t c, cudaStream_t stream, const p2p_op *ops, size_t n)
+{
+    p2p_task *t = calloc(1, sizeof *t + n * sizeof *ops);
+    if (!t) {
+        set_last("ncclGroupEnd: out of memory");
+        return ncclSystemError;
+    }
+    t->comm = c;
+    t->n = n;
+    memcpy(t->ops, ops, n * sizeof *ops);
+    atomic_fetch_add(&c->refs, 1);
+    atomic_fetch_add(&c->pending, 1);
+    cudaError_t e = emu_enqueue(stream, p2p_task_run, t, p2p_task_free);
+    if (e != cudaSuccess) {
+        p2p_task_free(t);
+        set_last("ncclSend/ncclRecv: rank %d: the stream cannot take work (%s)", c->rank, cudaGetErrorString(e));
+        return ncclUnhandledCudaError;
+    }
+    return ncclSuccess;
+}
+
+/* Checks on the caller's thread; then into the open group, or queued alone. */
+static ncclResult_t p2p_call(bool is_send, void *buf, size_t count, ncclDataType_t type, int peer, ncclComm_t c,
+                             cudaStream_t stream)
+{
+    const char *call = is_send ? "ncclSend" : "ncclRecv";
+    ncclResult_t r = check_comm(c, call);
+    size_t es = type_size(type);
+    if (r == ncclSuccess && es == 0) {
+        set_last("%s: invalid data type %d", call, (int)type);
+        r = ncclInvalidArgument;
+    }
+    if (r == ncclSuccess && (peer < 0 || peer >= c->nranks)) {
+        set_last("%s: rank %d: peer %d is not in [0, %d)", call, c->rank, peer, c->nranks);
+        r = ncclInvalidArgument;
+    }
+    if (r == ncclSuccess && count > SIZE_MAX / es) {
+        set_last("%s: count %zu overflows", call, count);
+        r = ncclInvalidArgument;
+    }
+    if (r == ncclSuccess && emu_stream_device(stream) != c->device) {
+        set_last("%s: rank %d: the stream belongs to device %d, the communicator to device %d", call, c->rank,
+                 emu_stream_device(stream), c->device);
+        r = ncclInvalidArgument;
+    }
+    if (r == ncclSuccess && count > 0 && !emu_is_device_span(buf, count * es, c->device)) {
+        set_last("%s: rank %d: %s %p (%zu bytes) is not memory of CUDA device %d", call, c->rank,
+                 is_send ? "sendbuff" : "recvbuff", buf, count * es, c->device);
+        r = ncclInvalidArgument;
+    }
+    if (r == ncclSuccess && g_group.depth > 0 && g_group.n > 0 &&
+        (g_group.comm != c || g_group.stream != stream)) {
+        set_last("%s: rank %d: the stand-in's groups hold calls of one communicator and one stream", call,
+                 c->rank);
+        r = ncclInvalidUsage;
+    }
+    if (r != ncclSuccess) {
+        if (g_group.depth > 0 && g_group.err == ncclSuccess) g_group.err = r;
+        return r;
+    }
+    p2p_op o = {.is_send = is_send, .peer = peer, .buf = buf, .count = count, .bytes = count * es, .type = type};
+    if (g_group.depth == 0) return p2p_enqueue(c, stream, &o, 1);
+    if (g_group.n == g_group.cap) {
+        size_t cap = g_group.cap ? 2 * g_group.cap : 16;
+        p2p_op *ops = realloc(g_group.ops, cap * sizeof *ops);
+        if (!ops) {
+            set_last("%s: out of memory", call);
+            if (g_group.err == ncclSuccess) g_group.err = ncclSystemError;
+            return ncclSystemError;
+        }
+        g_group.ops = ops;
+        g_group.cap = cap;
+    }
+    g_group.comm = c;
+    g_group.stream = stream;
+    g_group.ops[g_group.n++] = o;
+    return ncclSuccess;
+}
+
+ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+                      cudaStream_t stream)
+{
+    /* the stand-in only reads a send buffer; one pointer type for both directions */
+    return p2p_call(true, (void *)(uintptr_t)sendbuff, count, datatype, peer, comm, stream);
+}
+
+ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+                      cudaStream_t stream)
+{
+    return p2p_call(false, recvbuff, count, datatype, peer, comm, stream);
+}
+
+ncclResult_t ncclGroupStart(void)
+{
+    if (g_group.depth++ == 0) {
+        g_group.n = 0;
+        g_group.err = ncclSuccess;
+        g_group.comm = NULL;
+        g_group.stream = NULL;
+    }
+    return ncclSuccess;
+}
+
+/* The outermost end queues the group's calls as one task; after a failed
+ * call in it, nothing is queued and the first error is returned. */
+ncclResult_t ncclGroupEnd(void)
+{
+    if (g_group.depth == 0) {
+        set_last("ncclGroupEnd: no ncclGroupStart open on this thread");
+        return ncclInvalidUsage;
+    }
+    if (--g_group.depth > 0) return ncclSuccess;
+    ncclResult_t r = g_group.err;
+    if (r == ncclSuccess && g_group.n > 0) {
+        r = check_comm(g_group.comm, "ncclGroupEnd");
+        if (r == ncclSuccess) r = p2p_enqueue(g_group.comm, g_group.stream, g_group.ops, g_group.n);
+    }
+    free(g_group.ops); /* not kept: a thread that ends would leak it */
+    g_group.ops = NULL;
+    g_group.n = g_group.cap = 0;
+    g_group.err = ncclSuccess;
+    return r;
 }

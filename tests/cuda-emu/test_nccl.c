@@ -4,7 +4,12 @@
  * every root, in place and out of place, a long mixed sequence on one
  * stream, and the failures that must be errors within seconds, not hangs:
  * mismatched collectives, ncclCommAbort by one rank, a killed rank, a
- * missing rank at init, disagreeing nranks, invalid arguments.
+ * missing rank at init, disagreeing nranks, invalid arguments. Point to
+ * point: a ring of sends and receives in groups (every type, larger than the
+ * ring buffer, several messages to one peer in order), a pipeline's pattern
+ * that needs groups, lone sends that block the stream (and end with an error
+ * after the no-progress limit), mismatched messages, an abort while a
+ * receive waits, and invalid calls and groups.
  * Prints `PASS: name` / `FAIL: name: why` per case; exits 1 on a failure. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -592,6 +597,198 @@ static int case_invalid_args(int rank, int n, ncclUniqueId id)
     return rank_teardown(rank, &x);
 }
 
+
+/* --- point to point ------------------------------------------------------------ */
+
+/* Every rank sends K messages (types and sizes vary, one larger than the
+ * 256 KiB ring) to the next rank and receives K from the previous one, in
+ * one group: to one peer in order; then a lone empty send and receive. */
+static int case_p2p_ring(int rank, int n, ncclUniqueId id)
+{
+    rank_ctx x;
+    if (rank_setup(rank, n, id, &x)) return 1;
+    enum { K = 4 };
+    const tinfo *tis[K] = {&TYPES[0], &TYPES[2], &TYPES[5], &TYPES[0]};
+    const size_t counts[K] = {1001, 7, 3, 300007};
+    int next = (rank + 1) % n, prev = (rank + n - 1) % n;
+    void *out[K], *in[K];
+    for (int k = 0; k < K; k++) {
+        out[k] = upload(tis[k], rank * 10 + k, counts[k]);
+        if (!out[k] || cudaMalloc(&in[k], counts[k] * tis[k]->size) != cudaSuccess) return fail(rank, "cudaMalloc");
+    }
+    NC(ncclGroupStart());
+    for (int k = 0; k < K; k++) {
+        NC(ncclSend(out[k], counts[k], tis[k]->t, next, x.comm, x.s));
+        NC(ncclRecv(in[k], counts[k], tis[k]->t, prev, x.comm, x.s));
+    }
+    NC(ncclGroupEnd());
+    /* a group of one, and messages of no elements */
+    if (rank % 2 == 0) {
+        NC(ncclSend(out[0], 0, ncclFloat32, next, x.comm, x.s));
+        NC(ncclRecv(in[0], 0, ncclFloat32, prev, x.comm, x.s));
+    } else {
+        NC(ncclRecv(in[0], 0, ncclFloat32, prev, x.comm, x.s));
+        NC(ncclSend(out[0], 0, ncclFloat32, next, x.comm, x.s));
+    }
+    CU(cudaStreamSynchronize(x.s));
+    for (int k = 0; k < K; k++) {
+        void *want = malloc(counts[k] * tis[k]->size);
+        fill(tis[k], want, prev * 10 + k, counts[k]);
+        char what[64];
+        snprintf(what, sizeof what, "message %d from rank %d", k, prev);
+        if (compare(rank, what, tis[k], in[k], want, counts[k])) return 1;
+        free(want);
+        cudaFree(in[k]);
+        cudaFree(out[k]);
+    }
+    return rank_teardown(rank, &x);
+}
+
+/* 1F1B between two stages: stage 0 sends activations 0 and 1, then receives
+ * gradient 0; stage 1 receives activation 0, sends gradient 0, receives
+ * activation 1. Issued as groups {send a0, send a1, recv g0} and {recv a0},
+ * {send g0, recv a1} it completes; the data arrive where they belong. */
+static int case_p2p_pipeline(int rank, int n, ncclUniqueId id)
+{
+    rank_ctx x;
+    if (rank_setup(rank, n, id, &x)) return 1;
+    const tinfo *ti = &TYPES[0];
+    size_t count = 70001;
+    void *a0 = upload(ti, 100, count), *a1 = upload(ti, 101, count), *g0 = upload(ti, 200, count);
+    if (!a0 || !a1 || !g0) return fail(rank, "cudaMalloc");
+    if (rank == 0) {
+        NC(ncclGroupStart());
+        NC(ncclSend(a0, count, ti->t, 1, x.comm, x.s));
+        NC(ncclSend(a1, count, ti->t, 1, x.comm, x.s));
+        NC(ncclRecv(g0, count, ti->t, 1, x.comm, x.s));
+        NC(ncclGroupEnd());
+    } else {
+        void *want = malloc(count * ti->size);
+        fill(ti, want, 100, count);
+        CU(cudaMemset(a0, 0, count * ti->size));
+        CU(cudaMemset(a1, 0, count * ti->size));
+        NC(ncclRecv(a0, count, ti->t, 0, x.comm, x.s));
+        NC(ncclGroupStart());
+        NC(ncclSend(g0, count, ti->t, 0, x.comm, x.s));
+        NC(ncclRecv(a1, count, ti->t, 0, x.comm, x.s));
+        NC(ncclGroupEnd());
+        CU(cudaStreamSynchronize(x.s));
+        if (compare(rank, "activation 0", ti, a0, want, count)) return 1;
+        fill(ti, want, 101, count);
+        if (compare(rank, "activation 1", ti, a1, want, count)) return 1;
+        free(want);
+    }
+    CU(cudaStreamSynchronize(x.s));
+    if (rank == 0) {
+        void *want = malloc(count * ti->size);
+        fill(ti, want, 200, count);
+        if (compare(rank, "gradient 0", ti, g0, want, count)) return 1;
+        free(want);
+    }
+    return rank_teardown(rank, &x);
+}
+
+/* Lone calls block the stream until the peer's match: both ranks sending
+ * first (not in a group) is the deadlock NCCL documents; here it ends after
+ * the no-progress limit with ncclSystemError on both, not a hang. */
+static int case_p2p_lone_blocks(int rank, int n, ncclUniqueId id)
+{
+    (void)n;
+    setenv("TFCORE_EMU_NCCL_TIMEOUT_S", "1", 1);
+    rank_ctx x;
+    if (rank_setup(rank, n, id, &x)) return 1;
+    void *a = upload(&TYPES[0], rank, 16), *b = upload(&TYPES[0], rank, 16);
+    NC(ncclSend(a, 16, ncclFloat32, 1 - rank, x.comm, x.s));
+    NC(ncclRecv(b, 16, ncclFloat32, 1 - rank, x.comm, x.s));
+    /* the first rank at the limit destroys the communicator; the other may
+     * see that before its own limit */
+    double took = 0;
+    ncclResult_t e = await_async_error(x.comm, 10, &took);
+    const char *last = ncclGetLastError(x.comm);
+    bool own = e == ncclSystemError && strstr(last, "ncclSend of 16 float32 to rank") && strstr(last, "no progress");
+    bool peer = e == ncclRemoteError && strstr(last, "destroyed the communicator before the matching call");
+    if (!own && !peer) return fail(rank, "asynchronous error %s (\"%s\") after %.1f s", ncclGetErrorString(e), last, took);
+    if (took < 0.5) return fail(rank, "the blocked send ended after %.2f s, before the 1 s limit", took);
+    CU(cudaStreamSynchronize(x.s));
+    NC(ncclCommDestroy(x.comm));
+    CU(cudaStreamDestroy(x.s));
+    return 0;
+}
+
+static int case_p2p_mismatch(int rank, int n, ncclUniqueId id)
+{
+    rank_ctx x;
+    if (rank_setup(rank, n, id, &x)) return 1;
+    void *a = upload(&TYPES[0], rank, 12);
+    if (rank == 0) NC(ncclSend(a, 10, ncclFloat32, 1, x.comm, x.s));
+    else NC(ncclRecv(a, 12, ncclFloat32, 0, x.comm, x.s));
+    return expect_async_end(rank, &x, ncclInvalidUsage,
+                            "rank 0's message #1 to rank 1 is 10 float32, but rank 1's ncclRecv of 12 float32", false);
+}
+
+static int case_p2p_abort(int rank, int n, ncclUniqueId id)
+{
+    rank_ctx x;
+    if (rank_setup(rank, n, id, &x)) return 1;
+    void *a = upload(&TYPES[0], rank, 100);
+    if (rank == 1) {
+        usleep(100000); /* rank 0's receive is waiting */
+        NC(ncclCommAbort(x.comm));
+        CU(cudaStreamDestroy(x.s));
+        return 0;
+    }
+    NC(ncclRecv(a, 100, ncclFloat32, 1, x.comm, x.s));
+    return expect_async(rank, &x, ncclRemoteError, "ncclRecv of 100 float32 from rank 1: rank 1 aborted");
+}
+
+static int case_p2p_invalid(int rank, int n, ncclUniqueId id)
+{
+    rank_ctx x;
+    if (rank_setup(rank, n, id, &x)) return 1;
+    float host[4] = {0};
+    void *d = upload(&TYPES[0], rank, 4);
+    int peer = 1 - rank;
+    struct {
+        ncclResult_t got, want;
+        const char *what;
+    } cases[] = {
+        {ncclSend(d, 4, ncclFloat32, 2, x.comm, x.s), ncclInvalidArgument, "peer == nranks"},
+        {ncclRecv(d, 4, ncclFloat32, -1, x.comm, x.s), ncclInvalidArgument, "peer -1"},
+        {ncclSend(host, 4, ncclFloat32, peer, x.comm, x.s), ncclInvalidArgument, "a host buffer"},
+        {ncclRecv(d, 5, ncclFloat32, peer, x.comm, x.s), ncclInvalidArgument, "a count past the allocation"},
+        {ncclSend(d, 4, (ncclDataType_t)42, peer, x.comm, x.s), ncclInvalidArgument, "type 42"},
+        {ncclGroupEnd(), ncclInvalidUsage, "ncclGroupEnd without ncclGroupStart"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        if (cases[i].got != cases[i].want)
+            return fail(rank, "%s gave %s, want %s", cases[i].what, ncclGetErrorString(cases[i].got),
+                        ncclGetErrorString(cases[i].want));
+    /* a collective inside a group, and a group with a failed call: nothing queued */
+    NC(ncclGroupStart());
+    ncclResult_t r = ncclAllReduce(d, d, 4, ncclFloat32, ncclSum, x.comm, x.s);
+    NC(ncclGroupEnd());
+    if (r != ncclInvalidUsage) return fail(rank, "an all-reduce in a group gave %s", ncclGetErrorString(r));
+    NC(ncclGroupStart());
+    NC(ncclSend(d, 4, ncclFloat32, peer, x.comm, x.s));
+    ncclSend(d, 4, ncclFloat32, 7, x.comm, x.s);
+    r = ncclGroupEnd();
+    if (r != ncclInvalidArgument) return fail(rank, "a group with a bad call ended with %s", ncclGetErrorString(r));
+    /* the communicator still works, nested groups count */
+    void *in = upload(&TYPES[0], 9, 4);
+    NC(ncclGroupStart());
+    NC(ncclGroupStart());
+    NC(ncclSend(d, 4, ncclFloat32, peer, x.comm, x.s));
+    NC(ncclGroupEnd());
+    NC(ncclRecv(in, 4, ncclFloat32, peer, x.comm, x.s));
+    NC(ncclGroupEnd());
+    NC(ncclAllReduce(d, d, 4, ncclFloat32, ncclSum, x.comm, x.s));
+    CU(cudaStreamSynchronize(x.s));
+    float want[4];
+    fill(&TYPES[0], want, peer, 4);
+    if (compare(rank, "the message after the refused ones", &TYPES[0], in, want, 4)) return 1;
+    return rank_teardown(rank, &x);
+}
+
 /* Two communicators of one process (threads), each collective checked. */
 typedef struct thread_rank {
     int rank;
@@ -653,7 +850,13 @@ int main(void)
         RUN(case_abort, "ncclCommAbort by one rank ends the others' collectives", -1);
         RUN(case_killed, "a killed rank ends the others' collectives", n - 1);
         RUN(case_invalid_args, "invalid arguments are refused, nothing queued", -1);
+        RUN(case_p2p_ring, "send/recv in a ring, in groups, every size, in order", -1);
     }
+    run_ranks("send/recv: a 1F1B exchange completes in groups", 2, case_p2p_pipeline, -1);
+    run_ranks("send/recv: lone sends block the stream, an error after the limit", 2, case_p2p_lone_blocks, -1);
+    run_ranks("send/recv: a mismatched message is invalid usage on both ranks", 2, case_p2p_mismatch, -1);
+    run_ranks("send/recv: an abort ends the peer's waiting receive", 2, case_p2p_abort, -1);
+    run_ranks("send/recv: invalid calls and groups are refused, nothing queued", 2, case_p2p_invalid, -1);
     run_ranks("a missing rank is an init error, not a hang", 1, case_init_missing, -1);
     run_ranks("disagreeing nranks is an init error", 2, case_init_nranks, -1);
     run_ranks("two communicators in one process (threads)", 1, case_threads, -1);

@@ -8,8 +8,9 @@
  * that stream's order. See tests/cuda-emu/README.md, "NCCL stand-in".
  *
  * Not provided (comm-nccl does not call them; a use fails to compile):
- * group calls, non-blocking communicators (ncclConfig_t), split, send/recv,
- * all-gather, reduce-scatter, user-defined reduction ops. */
+ * non-blocking communicators (ncclConfig_t), split, user-defined reduction
+ * ops. Groups hold point-to-point calls only (a collective inside a group is
+ * ncclInvalidUsage). */
 #ifndef TF_CUDA_EMU_NCCL_H
 #define TF_CUDA_EMU_NCCL_H
 
@@ -99,6 +100,17 @@ ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, size_t recv
  * (in place: sendbuff = recvbuff + rank * sendcount). */
 ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount, ncclDataType_t datatype,
                            ncclComm_t comm, cudaStream_t stream);
+
+/* Point-to-point: blocking for the stream until the peer's matching call (same
+ * count and type) ran; the k-th send to a peer meets its k-th receive from us.
+ * Calls between ncclGroupStart and ncclGroupEnd (of the calling thread, nested
+ * groups count) progress together; ncclGroupEnd queues them. */
+ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+                      cudaStream_t stream);
+ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+                      cudaStream_t stream);
+ncclResult_t ncclGroupStart(void);
+ncclResult_t ncclGroupEnd(void);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -1,0 +1,78 @@
+#!/bin/sh
+# Pipeline parallelism (#19) on emulated GPUs (tests/cuda-emu) over comm nccl:
+# the stages' activations and gradients travel by ncclSend / ncclRecv of the
+# NCCL stand-in, issued in groups (plugins/comm-nccl/nccl_p2p.c). bert-tiny,
+# dropout off, global batch 8, 3 optimizer steps, ends with the parameters
+# of one emulated GPU (no comm) within 1e-5 relative (tests/params_diff):
+#  - 2 stages x 4 micro-batches, GPipe and 1F1B (world 2);
+#  - 2 stages x 2 replicas (world 4, TFCORE_EMU_DEVICES=4), both schedules.
+# Every case prints `PASS: name` or `FAIL: name`; exits 1 when one failed.
+#
+# Usage: tests/cuda-emu/run_pipeline_emu.sh DIR (or TFCORE_EMU_DIR=DIR), DIR
+# being what scripts/build-cuda-emu.sh DIR filled.
+set -u
+emu=${1:-${TFCORE_EMU_DIR:-}}
+[ -n "$emu" ] && [ -f "$emu/tfcore-comm-nccl.so" ] || {
+    echo "usage: run_pipeline_emu.sh DIR (the folder scripts/build-cuda-emu.sh DIR filled)" >&2
+    exit 2
+}
+emu=$(cd "$emu" && pwd)
+build="$emu/build"
+tfcore="$build/core/tfcore"
+diff_tool="$build/tests/params_diff"
+[ -x "$diff_tool" ] || nice make -s -C "$build" tests/params_diff >/dev/null || {
+    echo "FAIL: building $diff_tool"
+    exit 1
+}
+case ":${TFCORE_PLUGIN_PATH:-}:" in
+*":$emu:"*) ;;
+*) export TFCORE_PLUGIN_PATH="$emu${TFCORE_PLUGIN_PATH:+:$TFCORE_PLUGIN_PATH}" ;;
+esac
+export TFCORE_EMU_DEVICES=4
+export TFCORE_EMU_NCCL_TIMEOUT_S=120
+tmp=$(mktemp -d /tmp/tfcore-emu-pipeline-XXXXXX)
+trap '[ -n "${KEEP:-}" ] || rm -rf "$tmp"' EXIT
+fail=0
+pass() { echo "PASS: $1"; }
+bad() { # NAME [FILE...]
+    echo "FAIL: $1"
+    shift
+    for f in "$@"; do [ -f "$f" ] && tail -n 15 "$f" | sed 's/^/    /'; done
+    fail=1
+}
+
+# cfg NAME PER_DEVICE [SECTIONS]: bert-tiny (2 layers), global batch PER_DEVICE x replicas
+cfg() {
+    cat >"$tmp/$1.cfg" <<CFG
+model = { plugin = "bert"; preset = "bert-tiny"; task = "classification"; num_labels = 2;
+          max_position_embeddings = 32; hidden_dropout_prob = 0.0; attention_probs_dropout_prob = 0.0; };
+data = { plugin = "synthetic"; task = "classification"; num_labels = 2; seq_len = 16;
+         num_examples = 48; eval_examples = 0; learnable = true; };
+backend = { plugin = "cuda"; };
+training = { output_dir = "$tmp/$1"; max_steps = 3; per_device_train_batch_size = $2;
+             gradient_accumulation_steps = 1; learning_rate = 5e-5; warmup_steps = 0; weight_decay = 0.01;
+             logging_steps = 1; eval_strategy = "no"; save_strategy = "no"; seed = 11; };
+${3:-}
+CFG
+}
+train() { "$tfcore" -c "$tmp/$1.cfg" >"$tmp/$1.out" 2>&1; }
+pipe() { # SCHEDULE REPLICAS: 2 stages x 4 micro-batches over nccl
+    printf 'comm = { plugin = "nccl"; world_size = %s; };\npipeline = { stages = 2; micro_batches = 4; schedule = "%s"; };' \
+        "$((2 * $2))" "$1"
+}
+# equivalent NAME: NAME trains and ends with one GPU's parameters (1e-5 relative)
+equivalent() {
+    if ! train "$1"; then bad "$1: tfcore train failed" "$tmp/$1.out"; return; fi
+    if out=$("$diff_tool" "$tmp/one/model.safetensors" "$tmp/$1/model.safetensors" 1e-5 2>&1); then
+        pass "$1: the parameters of one GPU after 3 steps ($out)"
+    else bad "$1: parameters differ from one GPU's: $out"; fi
+}
+
+cfg one 8
+if train one; then pass "one: one emulated GPU, global batch 8"; else bad "one: one emulated GPU" "$tmp/one.out"; fi
+for k in gpipe 1f1b; do
+    cfg "p2_$k" 8 "$(pipe $k 1)" && equivalent "p2_$k"
+    cfg "p2x2_$k" 4 "$(pipe $k 2)" && equivalent "p2x2_$k"
+done
+
+[ "$fail" -eq 0 ]
