@@ -72,6 +72,7 @@ static void start(tf_grad_buckets *b, size_t offset, size_t count)
     g->seq = tf_comm_rec_enter(b->rec, TF_COMM_ALLREDUCE, count * sizeof(float), (int)b->ninflight + 1,
                                (int)b->last_nbuckets);
     tf_grad_buckets_trace(b, "allreduce_start", offset, count);
+    if (b->before_start) b->before_start(b->before_start_user, offset, count);
     tf_comm_rec_block(b->rec, g->seq); /* a start may wait too (dp-master's is synchronous) */
     b->st = b->cvt->allreduce_start(b->comm, b->grads + offset, count, TF_DTYPE_F32, TF_REDUCE_AVG, &g->req,
                                     &b->err);
