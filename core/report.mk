@@ -30,7 +30,11 @@ EXTRA_DIST += tests/test_report.sh \
 	tests/data/report/pipe-one/results.json \
 	tests/data/report/pipe-2x8/results.json \
 	tests/data/report/pipe-2x2/results.json \
-	tests/data/report/expected-pipeline.md
+	tests/data/report/expected-pipeline.md \
+	tests/data/report/stats-one/results.json \
+	tests/data/report/stats-small/results.json \
+	tests/data/report/stats-big/results.json \
+	tests/data/report/expected-statistics.md
 
 # tests/test_conf.sh: every config in conf/ resolves (tfcore train --dry-run).
 TESTS += tests/test_conf.sh

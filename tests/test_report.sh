@@ -70,6 +70,9 @@ imdb="1gpu dp2 ddp2 old-format"
     same_as expected-memory.md mem-base mem-ckpt mem-adafactor
     # pipeline runs (tfcore.pipeline): a third table, their shape, bubble and utilisation
     same_as expected-pipeline.md pipe-one pipe-2x8 pipe-2x2
+    # tfcore.statistics: a last table, noise scale, efficiency and goodput
+    # beside samples/s; a run without an estimate gives its reason
+    same_as expected-statistics.md stats-one stats-small stats-big
 }
 
 # the old-format run: no config, no comm_exposed -> "—"; a baseline of 1.00
@@ -190,6 +193,11 @@ bad_run '{"train_runtime": 9, "tfcore": {"pipeline": {"stages": 2, "schedule": 1
     ": tfcore.pipeline.schedule must be a string, got an integer"
 bad_run '{"train_runtime": 9, "tfcore": {"pipeline": {"stages": 2, "utilisation": [0.5, null]}}}' \
     ": tfcore.pipeline.utilisation[1] must be a number >= 0"
+bad_run '{"train_runtime": 9, "tfcore": {"statistics": [1]}}' ": tfcore.statistics must be an object, got an array"
+bad_run '{"train_runtime": 9, "tfcore": {"statistics": {"goodput": -2}}}' \
+    ": tfcore.statistics.goodput must be a number >= 0, got -2"
+bad_run '{"train_runtime": 9, "tfcore": {"statistics": {"noise_scale": null, "reason": 3}}}' \
+    ": tfcore.statistics.reason must be a string, got an integer"
 bad_run '{"train_runtime": 9, "tfcore": {"config": 7}}' ": tfcore.config must be a string, got an integer"
 bad_run '{"train_runtime": 9, "tfcore": {"comm": false}}' ": tfcore.comm must be a string, got false"
 bad_run '{"train_runtime": 9, "tfcore": {"precision": {}}}' ": tfcore.precision must be a string, got an object"

@@ -26,6 +26,8 @@ static const char *const usage_text =
     "world, precision, train_runtime (s), speedup, samples/s, exposed comm %\n"
     "(the share of train_runtime spent waiting for gradient communication) and\n"
     "an evaluation metric. A value a run did not record shows as \xe2\x80\x94.\n"
+    "Tables of memory by category, pipelines, and statistical efficiency and\n"
+    "goodput (the gradient noise scale) follow for the runs that recorded them.\n"
     "\n"
     "  --baseline N|RUN_DIR  the run speedups are relative to: its position (1 =\n"
     "                        the first RUN_DIR, the default) or its folder\n"

@@ -239,6 +239,31 @@ static tf_status read_pipeline(const json_t *x, const char *path, tf_report_run 
     return TF_OK;
 }
 
+/* tfcore.statistics: the numbers are >= 0, or null where the run had no estimate. */
+static tf_status read_statistics(const json_t *x, const char *path, tf_report_run *run, tf_error *err)
+{
+    const json_t *s = json_object_get(x, "statistics");
+    if (!s) return TF_OK;
+    if (!json_is_object(s))
+        return tf_error_set(err, TF_ERR_DATA, "%s: tfcore.statistics must be an object, got %s", path,
+                            json_type_name(s));
+    run->have_stats = true;
+    static const char *const key[4] = {"batch_size", "noise_scale", "statistical_efficiency", "goodput"};
+    double *out[4] = {&run->stat_batch, &run->stat_noise_scale, &run->stat_efficiency, &run->stat_goodput};
+    for (int k = 0; k < 4; k++) {
+        const json_t *v = json_object_get(s, key[k]);
+        tf_status st = v && json_is_null(v) ? TF_OK : read_seconds(s, "tfcore.statistics.", key[k], false, path,
+                                                                   out[k], err);
+        if (st) return st;
+    }
+    const json_t *why = json_object_get(s, "reason");
+    if (why && !json_is_string(why))
+        return tf_error_set(err, TF_ERR_DATA, "%s: tfcore.statistics.reason must be a string, got %s", path,
+                            json_type_name(why));
+    run->stat_reason = why ? json_string_value(why) : NULL;
+    return TF_OK;
+}
+
 /* The tfcore object: phase times, world size, plugin names, config. */
 static tf_status read_tfcore(const json_t *x, const char *path, tf_report_run *run, tf_error *err)
 {
@@ -275,6 +300,7 @@ static tf_status read_tfcore(const json_t *x, const char *path, tf_report_run *r
     }
     if (ws) run->world_size = (long long)json_integer_value(ws);
     if ((st = read_pipeline(x, path, run, err))) return st;
+    if ((st = read_statistics(x, path, run, err))) return st;
     if ((st = read_string(x, "config", path, &run->config, err))) return st;
     if ((st = read_string(x, "comm", path, &run->comm, err))) return st;
     return read_string(x, "precision", path, &run->precision, err);
@@ -289,6 +315,7 @@ tf_status tf_report_read_run(const char *dir, tf_report_run *run, tf_error *err)
     run->world_size = -1;
     run->pipe_stages = run->pipe_replicas = run->pipe_micro = -1;
     run->pipe_expected_bubble = run->pipe_measured_bubble = run->pipe_utilisation = NAN;
+    run->stat_batch = run->stat_noise_scale = run->stat_efficiency = run->stat_goodput = NAN;
 
     /* DIR/results.json without doubling a trailing slash */
     size_t dlen = strlen(dir);
@@ -572,6 +599,84 @@ static void pipeline_table(tf_report_text *t, const tf_report *r)
     }
 }
 
+/* Statistical efficiency and goodput (results.json tfcore.statistics), one
+ * row per run that has them, beside samples/s and the compared metric
+ * (docs/PARALLEL.md "Statistical efficiency and goodput"); a run without an
+ * estimate shows dashes and its reason under the table. */
+static void statistics_table(tf_report_text *t, const tf_report *r)
+{
+    bool any = false;
+    for (size_t i = 0; i < r->n; i++) any = any || r->runs[i].have_stats;
+    if (!any) return;
+    size_t w = 3;
+    for (size_t i = 0; i < r->n; i++) {
+        size_t x = tf_report_width(r->runs[i].name);
+        if (r->runs[i].have_stats && x > w) w = x;
+    }
+    enum { NS = 6 };
+    char *metric = md_cell_text(r->metric);
+    if (!metric) {
+        t->failed = true;
+        return;
+    }
+    const char *title[NS] = {"global batch", "noise scale", "statistical efficiency", "samples/s", "goodput", metric};
+    static const int digits[NS] = {0, 1, 3, 3, 3, 4};
+    size_t cw[NS];
+    for (int k = 0; k < NS; k++) cw[k] = tf_report_width(title[k]);
+    /* the cells first: a column is as wide as its widest */
+    char(*cellv)[NS][64] = calloc(r->n ? r->n : 1, sizeof *cellv);
+    if (!cellv) {
+        free(metric);
+        t->failed = true;
+        return;
+    }
+    for (size_t i = 0; i < r->n; i++) {
+        const tf_report_run *run = &r->runs[i];
+        double v[NS] = {run->stat_batch,         run->stat_noise_scale, run->stat_efficiency,
+                        run->samples_per_second, run->stat_goodput,     tf_report_value(run, r->metric)};
+        for (int k = 0; k < NS; k++) {
+            if (isnan(v[k])) snprintf(cellv[i][k], sizeof cellv[i][k], "%s", MISSING);
+            else snprintf(cellv[i][k], sizeof cellv[i][k], "%.*f", digits[k], v[k]);
+            if (run->have_stats && tf_report_width(cellv[i][k]) > cw[k]) cw[k] = tf_report_width(cellv[i][k]);
+        }
+    }
+    tf_report_printf(t, "\n| %-*s |", (int)w, "run");
+    for (int k = 0; k < NS; k++) tf_report_printf(t, " %*s%s |", (int)(cw[k] - tf_report_width(title[k])), "", title[k]);
+    tf_report_puts(t, "\n|");
+    for (size_t k = 0; k < w + 2; k++) tf_report_puts(t, "-");
+    for (int k = 0; k < NS; k++) {
+        tf_report_puts(t, "|");
+        for (size_t j = 0; j < cw[k] + 1; j++) tf_report_puts(t, "-");
+        tf_report_puts(t, ":");
+    }
+    tf_report_puts(t, "|\n");
+    for (size_t i = 0; i < r->n; i++) {
+        const tf_report_run *run = &r->runs[i];
+        if (!run->have_stats) continue;
+        char *name = md_cell_text(run->name);
+        if (!name) {
+            t->failed = true;
+            break;
+        }
+        tf_report_printf(t, "| %s%*s |", name, (int)(w - tf_report_width(name)), "");
+        free(name);
+        for (int k = 0; k < NS; k++)
+            tf_report_printf(t, " %*s%s |", (int)(cw[k] - tf_report_width(cellv[i][k])), "", cellv[i][k]);
+        tf_report_puts(t, "\n");
+    }
+    free(cellv);
+    for (size_t i = 0; i < r->n && !t->failed; i++) {
+        const tf_report_run *run = &r->runs[i];
+        if (!run->have_stats || !isnan(run->stat_efficiency) || !run->stat_reason) continue;
+        char *name = md_cell_text(run->name), *why = md_cell_text(run->stat_reason);
+        if (name && why) tf_report_printf(t, "\n%s: no statistical efficiency: %s\n", name, why);
+        else t->failed = true;
+        free(name);
+        free(why);
+    }
+    free(metric);
+}
+
 char *tf_report_markdown(const tf_report *r)
 {
     size_t rows = r->n + 1;
@@ -627,6 +732,7 @@ char *tf_report_markdown(const tf_report *r)
     if (oom) t.failed = true;
     if (!oom) memory_table(&t, r);
     if (!oom) pipeline_table(&t, r);
+    if (!oom) statistics_table(&t, r);
     return tf_report_text_take(&t);
 }
 
@@ -677,6 +783,13 @@ char *tf_report_json(const tf_report *r)
                           number_or_null(run->pipe_expected_bubble), "measured_bubble",
                           number_or_null(run->pipe_measured_bubble), "mean_utilisation",
                           number_or_null(run->pipe_utilisation)));
+        if (run->have_stats) /* the statistics table's row */
+            json_object_set_new(x, "statistics",
+                                json_pack("{s:o, s:o, s:o, s:o, s:o}", "batch_size", number_or_null(run->stat_batch),
+                                          "noise_scale", number_or_null(run->stat_noise_scale),
+                                          "statistical_efficiency", number_or_null(run->stat_efficiency),
+                                          "goodput", number_or_null(run->stat_goodput), "reason",
+                                          string_or_null(run->stat_reason)));
         json_array_append_new(runs, x);
     }
     char *text = NULL;

@@ -56,6 +56,13 @@ typedef struct tf_report_run {
     long long pipe_stages, pipe_replicas, pipe_micro;
     const char *pipe_schedule;
     double pipe_expected_bubble, pipe_measured_bubble, pipe_utilisation;
+    /* tfcore.statistics (docs/PARALLEL.md "Statistical efficiency and goodput"):
+     * have_stats when the run has it; the global batch, the gradient noise
+     * scale, the statistical efficiency and goodput (NAN when absent or null:
+     * no estimate, the reason is stat_reason) */
+    bool have_stats;
+    double stat_batch, stat_noise_scale, stat_efficiency, stat_goodput;
+    const char *stat_reason;
 } tf_report_run;
 
 /* Read DIR/results.json into *run. Errors (TF_ERR_DATA, one line):

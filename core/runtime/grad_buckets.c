@@ -108,6 +108,7 @@ static void start_part(tf_grad_buckets *b, size_t offset, size_t count, int root
     g->seq = tf_comm_rec_enter(b->rec, reduce ? TF_COMM_REDUCE : TF_COMM_ALLREDUCE, count * sizeof(float),
                                (int)b->ninflight + 1, (int)b->last_nbuckets);
     tf_grad_buckets_trace(b, reduce ? "reduce_start" : "allreduce_start", offset, count);
+    if (b->before_start) b->before_start(b->before_start_user, offset, count);
     tf_comm_rec_block(b->rec, g->seq); /* a start may wait too (dp-master's is synchronous) */
     if (reduce)
         b->st = b->cvt->reduce_start(b->comm, b->grads + offset, count, TF_DTYPE_F32, b->op, root, &g->req, &b->err);

@@ -55,6 +55,10 @@ typedef struct tf_grad_buckets {
     tf_status st;              /* the first error inside a ready callback (it cannot return one) */
     tf_error err;
     tf_comm_rank_log *rec;     /* the rank's flight recorder slot (comm_recorder.h), or NULL */
+    /* called with each bucket's range just before its all-reduce starts (the
+     * gradient noise scale's per-rank norm, trainer_noise_scale.h), or NULL */
+    void (*before_start)(void *user, size_t offset, size_t count);
+    void *before_start_user;
     size_t last_nbuckets;      /* buckets the previous step had (the recorder's "of n"; 0: first step) */
     FILE *trace;               /* TFCORE_TRACE_COMM: one line per event, or NULL */
     double trace_t0;

@@ -151,6 +151,11 @@ tf_status tf_plan_resolve_for(tf_plan *plan, const char *config_file, char *cons
     st = tf_training_args_read(tf_config_section(plan->cfg, "training"), config_file, &plan->training, err);
     if (st) goto fail;
     const char *flag_precision = precision_from_flags(&plan->training);
+    tf_section *ss = tf_config_section(plan->cfg, "statistics");
+    st = tf_cfg_int(ss, "reference_batch_size", plan->training.per_device_train_batch_size, 1, 1LL << 40,
+                    &plan->statistics.reference_batch_size, err);
+    if (!st) st = tf_cfg_float(ss, "smoothing", 0.9, 0.0, 0.9999, &plan->statistics.smoothing, err);
+    if (st) goto fail;
 
     const char *search = NULL;
     st = tf_cfg_string(tf_config_section(plan->cfg, "plugins"), "path", NULL, &search, err);

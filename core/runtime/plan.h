@@ -35,6 +35,15 @@ typedef struct tf_comm_settings {
  * plugins never read them; drivers that stand in for the core call this. */
 tf_status tf_comm_settings_read(tf_section *cs, tf_comm_settings *out, tf_error *err);
 
+/* The statistics section (docs/PARALLEL.md, "Statistical efficiency and goodput"). */
+typedef struct tf_statistics_settings {
+    long long reference_batch_size; /* statistics.reference_batch_size: Pollux's M0, the batch the
+                                       statistical efficiency is relative to (default
+                                       training.per_device_train_batch_size: one worker's batch) */
+    double smoothing;               /* statistics.smoothing: the noise scale estimates' moving
+                                       average per step (default 0.9) */
+} tf_statistics_settings;
+
 typedef struct tf_plan {
     tf_config *cfg;
     tf_registry *reg;
@@ -45,6 +54,7 @@ typedef struct tf_plan {
     tf_training_args training;
     tf_comm_settings comm;
     tf_pipeline_settings pipeline; /* the pipeline section (stages 1 without one) */
+    tf_statistics_settings statistics;
     const char *config_file; /* as given on the command line (lives as long as the caller's argv) */
 } tf_plan;
 

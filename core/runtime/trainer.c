@@ -229,6 +229,7 @@ tf_status tf_trainer_setup(tf_trainer *t, const tf_plan *plan, const tf_worker *
 void tf_trainer_teardown(tf_trainer *t)
 {
     tf_pipeline_free(t);
+    tf_noise_free(t);
     tf_trainer_comm_finalize(t);
     if (t->log) fclose(t->log);
     if (t->be) {
@@ -304,6 +305,7 @@ static tf_status micro_batch(tf_trainer *t, const size_t *idx, size_t n, const m
     if (!t->defer_loss && (st = take_loss(t, out.loss, loss, err))) return st;
     void *user;
     tf_grads_ready_fn ready = t->strategy->backward_hook(t, last, &user);
+    if (last) tf_noise_hook(t, ready);
     tf_comm_rec_phase(t->rec, TF_WHERE_BACKWARD);
     tf_comm_test_stall(t->rank, t->global_step + 1);
     tf_stop_test_phase(t->rank, t->global_step + 1, "backward");
@@ -328,6 +330,7 @@ static tf_status clip_gradients(tf_trainer *t, float *grads, double *norm_out, t
     double sqd = sq;
     if (!st) st = t->strategy->grad_norm_sq(t, &sqd, err);
     if (st) return st;
+    tf_noise_step_end(t, sqd); /* the reduced gradient: the noise scale's big batch */
     double norm = sqrt(sqd);
     *norm_out = norm;
     double max_norm = t->args->max_grad_norm;
@@ -387,6 +390,30 @@ tf_status tf_trainer_optimizer_step(tf_trainer *t, const tf_lr_schedule *lrs, do
     return st;
 }
 
+/* This rank's small gradient for the noise scale (trainer_noise_scale.h),
+ * before the reduction: `got` of `accum` micro-batches had rows, inv_rows
+ * the sum of their 1 / rows. Each was accumulated with weight loss_scale /
+ * accum / replicas, so the buffer is loss_scale / replicas times a mean of
+ * effective batch accum^2 / inv_rows (accum x rows when they are equal). */
+static tf_status noise_small(tf_trainer *t, int64_t accum, int64_t got, size_t first_rows, double inv_rows,
+                             size_t replicas, bool same_replicas, tf_error *err)
+{
+    tf_noise_probe *p = &t->noise;
+    if (p->mode == TF_NOISE_NONE) return TF_OK;
+    double ls = t->pvt->loss_scale(t->prec);
+    bool full = got == accum && same_replicas;
+    double b_step = full ? (double)accum * (double)accum / inv_rows : 0;
+    if (p->mode == TF_NOISE_FIRST_MICRO) { /* taken after the first backward: its weight was 1 / accum */
+        double f = (double)accum / ls;
+        tf_noise_describe(t, f * f, (double)first_rows, b_step, true, !full);
+        return TF_OK;
+    }
+    double f = (double)replicas / ls;
+    tf_noise_describe(t, f * f, b_step, b_step, true, !full || p->foreign_hook);
+    /* DDP and ZeRO-1 took each bucket as it started; the others reduce after this */
+    return p->bucketed || !full ? TF_OK : tf_noise_take(t, t->buf.grads, t->buf.n, err);
+}
+
 /* --- the run ----------------------------------------------------------------- */
 
 tf_status tf_trainer_step(tf_trainer *t, tf_sampler *s, const tf_lr_schedule *lrs, int64_t step_in_epoch,
@@ -401,6 +428,12 @@ tf_status tf_trainer_step(tf_trainer *t, tf_sampler *s, const tf_lr_schedule *lr
     if (s->batch_rows > sizeof idx / sizeof idx[0])
         return tf_error_set(err, TF_ERR_CONFIG, "batch of %zu rows is too large", s->batch_rows);
     tf_status st;
+    /* what the noise scale needs to know of the step's micro-batches */
+    int64_t noise_got = 0;
+    size_t noise_first = 0, noise_replicas = 0;
+    double noise_inv = 0;
+    bool noise_same = true;
+    tf_noise_step_begin(t);
     for (int64_t k = 0; k < accum; k++) {
         int64_t b = step_in_epoch * accum + k;
         if (b >= batches_per_epoch) break; /* the epoch's last, short accumulation */
@@ -417,23 +450,32 @@ tf_status tf_trainer_step(tf_trainer *t, tf_sampler *s, const tf_lr_schedule *lr
             tf_comm_rec_where(t->rec, TF_WHERE_FORWARD, t->global_step + 1, (int)k + 1);
             if ((st = micro_batch(t, idx, mb.n, &rows, &loss, bscale, last, err))) return st;
             loss_sum += loss / (double)(s->scatter_world > 1 ? mb.replicas : (size_t)t->world);
+            /* one worker: the buffer holds the first micro-batch's gradient alone */
+            if (k == 0 && t->noise.mode == TF_NOISE_FIRST_MICRO && accum >= 2 &&
+                (st = tf_noise_take(t, t->buf.grads, t->buf.n, err)))
+                return st;
+            if (k == 0) noise_first = mb.n, noise_replicas = mb.replicas;
+            noise_same = noise_same && mb.replicas == noise_replicas;
+            noise_got++;
+            noise_inv += 1.0 / (double)mb.n;
         }
         t->micro_step++;
     }
     tf_stop_test_step(t->rank, t->global_step + 1);
     tf_comm_rec_where(t->rec, TF_WHERE_COMM, t->global_step + 1, 0);
     tf_stop_test_phase(t->rank, t->global_step + 1, "allreduce");
+    if ((st = noise_small(t, accum, noise_got, noise_first, noise_inv, noise_replicas, noise_same, err))) return st;
     if ((st = t->strategy->reduce_gradients(t, err))) return st;
-    if (t->comm) {
-        /* the stop request rides on the loss's all-reduce, so every rank
-         * stops after the same step at no extra collective: {loss, signal} */
-        double sum[2] = {loss_sum, (double)tf_stop_requested()};
-        if ((st = tf_trainer_allreduce_host(t, sum, 2, TF_DTYPE_F64, TF_REDUCE_SUM, err))) return st;
-        loss_sum = sum[0];
-        t->stop_agreed = sum[1] > 0;
-    } else {
-        t->stop_agreed = tf_stop_requested() != 0;
-    }
+    /* the stop request and the noise scale's parts ride on the loss's
+     * all-reduce, so every rank stops after the same step at no extra
+     * collective: {loss, signal, noise...} */
+    double sum[2 + TF_NOISE_NVALS] = {loss_sum, (double)tf_stop_requested()};
+    if ((st = tf_noise_pack(t, sum + 2, err))) return st;
+    if (t->comm && (st = tf_trainer_allreduce_host(t, sum, 2 + TF_NOISE_NVALS, TF_DTYPE_F64, TF_REDUCE_SUM, err)))
+        return st;
+    tf_noise_unpack(t, sum + 2);
+    loss_sum = sum[0];
+    t->stop_agreed = sum[1] > 0;
     tf_comm_rec_phase(t->rec, TF_WHERE_OPTIMIZER);
     tf_stop_test_phase(t->rank, t->global_step + 1, "optimizer");
     if ((st = tf_trainer_optimizer_step(t, lrs, lr, norm, skipped, err))) return st;
@@ -500,6 +542,7 @@ static tf_status run_loop(tf_trainer *t, tf_error *err)
     tf_training_plan sp;
     if ((st = tf_training_plan_compute(a, (long long)rows, t->data_world, &sp, err))) goto out;
     t->steps = sp;
+    if ((st = tf_noise_setup(t, err))) goto out;
     t->train_rows = rows;
     t->epoch_samples = s.padded;
     /* the ranks agree on what they run before their first collective of it */

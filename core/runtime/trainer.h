@@ -14,6 +14,7 @@
 #include "grad_buckets.h"
 #include "plan.h"
 #include "stack.h"
+#include "trainer_noise_scale.h"
 #include "worker.h"
 #include "tfcore/backend.h"
 #include "tfcore/dataset.h"
@@ -110,6 +111,7 @@ typedef struct tf_trainer {
     int64_t skipped_steps;
     bool stop_agreed;         /* after the last step: every rank stops (a stop signal) */
     tf_training_plan steps;   /* the step counts Trainer derives */
+    tf_noise_probe noise;     /* the gradient noise scale's measurements (trainer_noise_scale.h) */
     /* the epoch's global sample order: rows of the training split, and the
      * positions an epoch holds (rows padded to the sampler's world size);
      * a checkpoint records them with the global batch, so a resume on

@@ -304,6 +304,8 @@ tf_status tf_pipeline_step(tf_trainer *t, tf_sampler *s, const tf_lr_schedule *l
     double loss_sum = 0;
     int resident = -1; /* the micro-batch whose activations the model holds */
     tf_status st = TF_OK;
+    size_t noise_first = 0; /* rows of the stage's first backward (its gradient alone, trainer_noise_scale.h) */
+    tf_noise_step_begin(t);
     for (int i = 0; i < 2 * M && !st; i++) {
         tf_pipe_op op = p->ops[i];
         const micro *mb = &mbs[op.micro];
@@ -354,12 +356,17 @@ tf_status tf_pipeline_step(tf_trainer *t, tf_sampler *s, const tf_lr_schedule *l
         t->phase[TF_PHASE_BACKWARD] += d;
         p->busy_s += d;
         resident = -1;
+        if (!st && !noise_first && t->noise.mode == TF_NOISE_FIRST_MICRO && M >= 2) {
+            noise_first = mb->n;
+            st = tf_noise_take(t, t->opt_grads, t->opt_n, err);
+        }
         if (!st && !first_stage) st = send_start(t, p->gin[op.micro], elems, p->act_dt, p->rank0 + stage - 1, err);
     }
     if (!st) st = sends_finish(t, err);
     p->sched_s += tf_now() - step_t0;
     p->wait_s += p->waited - waited0;
     if (M != p->M) tf_pipeline_schedule(p->set.schedule, p->stage, p->stages, p->M, p->ops);
+    if (!st) st = tf_noise_stage(t, t->opt_grads, t->opt_n, first_stage, m, noise_first, err);
     if (!st && p->replicas > 1) {
         tf_comm_rec_where(t->rec, TF_WHERE_COMM, t->global_step + 1, 0);
         st = stage_allreduce(t, err);
@@ -367,9 +374,11 @@ tf_status tf_pipeline_step(tf_trainer *t, tf_sampler *s, const tf_lr_schedule *l
     if (st) return st;
     tf_stop_test_step(t->rank, t->global_step + 1);
     tf_comm_rec_where(t->rec, TF_WHERE_COMM, t->global_step + 1, 0);
-    /* the loss is the last stage's; the stop request rides along, as in tf_trainer_step */
-    double sum[2] = {last_stage ? loss_sum : 0, (double)tf_stop_requested()};
-    if ((st = tf_trainer_allreduce_host(t, sum, 2, TF_DTYPE_F64, TF_REDUCE_SUM, err))) return st;
+    /* the loss is the last stage's; the stop request and the noise scale's parts ride along, as in tf_trainer_step */
+    double sum[2 + TF_NOISE_NVALS] = {last_stage ? loss_sum : 0, (double)tf_stop_requested()};
+    if ((st = tf_noise_pack(t, sum + 2, err))) return st;
+    if ((st = tf_trainer_allreduce_host(t, sum, 2 + TF_NOISE_NVALS, TF_DTYPE_F64, TF_REDUCE_SUM, err))) return st;
+    tf_noise_unpack(t, sum + 2);
     t->stop_agreed = sum[1] > 0;
     tf_comm_rec_phase(t->rec, TF_WHERE_OPTIMIZER);
     if ((st = tf_trainer_optimizer_step(t, lrs, lr, norm, skipped, err))) return st;

@@ -216,6 +216,9 @@ tf_status tf_write_results(tf_trainer *t, const char *dir, double runtime, doubl
     for (int i = 0; eval && i < eval->n; i++)
         if (strcmp(eval->name[i], "epoch") != 0) json_object_set_new(o, eval->name[i], json_real(eval->value[i]));
     json_object_set_new(o, "tfcore", tfcore_section(t));
+    /* statistical efficiency and goodput (trainer_noise_scale.h) */
+    json_object_set_new(json_object_get(o, "tfcore"), "statistics",
+                        tf_noise_json(t, runtime > 0 ? samples / runtime : 0));
     char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
     /* the Trainer's summary line */
     fprintf(stderr, "{'train_runtime': %.4f, 'train_samples_per_second': %.3f, 'train_steps_per_second': %.3f, "
