@@ -91,6 +91,11 @@ cfg zero2 32 1 $STEPS "$(mpi 2 ' zero_stage = 2;')" && train zero2
 cfg pipe22 32 1 $STEPS "$(mpi 4) pipeline = { stages = 2; micro_batches = 2; };" && train pipe22
 [ "$(stat ddp estimated_from)" = "ranks before the reduction" ] && ok || bad "ddp: estimated_from $(stat ddp estimated_from)"
 for k in noise_scale grad_sq trace_sigma; do same ddp zero2 $k; same ddp pipe22 $k; done
+# ZeRO-2 with accumulation reduces each micro-batch as backward makes it: no
+# rank holds its step's gradient whole, so no estimate, and the reason says so
+cfg zero2acc 16 2 3 "$(mpi 2 ' zero_stage = 2;')" && train zero2acc
+[ "$(stat zero2acc noise_scale)" = null ] && ok || bad "zero2 with accumulation: noise_scale $(stat zero2acc noise_scale)"
+stat zero2acc reason | grep -q "ZeRO-2 with gradient accumulation" && ok || bad "zero2acc: reason $(stat zero2acc reason)"
 cfg accum 16 2 $STEPS && train accum
 cfg pipe2 32 1 $STEPS "$(mpi 2) pipeline = { stages = 2; micro_batches = 2; };" && train pipe2
 [ "$(stat accum estimated_from)" = "first micro-batch" ] && ok || bad "accum: estimated_from $(stat accum estimated_from)"
