@@ -121,7 +121,7 @@ TESTS += tests/test_hub.sh
 EXTRA_DIST += tests/test_hub.sh tests/hub_server.py tests/hub_fixture.py tests/loopback_http.py
 # comm mpi across hosts: network namespaces as machines (tests/netns_hosts.sh)
 TESTS += tests/test_multihost.sh
-EXTRA_DIST += tests/test_multihost.sh tests/netns_hosts.sh
+EXTRA_DIST += tests/test_multihost.sh tests/netns_hosts.sh tests/mpi_test_harness.sh
 # tfcore under a real one-node Slurm (srun, sbatch, scancel; tests/slurm_cluster.sh)
 TESTS += tests/test_slurm.sh
 EXTRA_DIST += tests/test_slurm.sh tests/slurm_cluster.sh tests/slurm_harness.sh
