@@ -403,6 +403,16 @@ static void run_case_list(rank_ctx *x)
         if (!do_case(x, &l->cases[k])) return;
 }
 
+/* cases[nc] on a fresh world of n ranks in `mode`, every rank in order */
+static void run_cases(int n, int mode, const coll_case *cases, size_t nc)
+{
+    world w;
+    world_open(&w, n, mode);
+    case_list l = {cases, nc};
+    run_ranks(&w, run_case_list, &l);
+    world_close(&w);
+}
+
 /* --- plugin basics and config ---------------------------------------------------------------- */
 
 START_TEST(test_plugin_basics)
@@ -470,11 +480,7 @@ START_TEST(test_reduce)
                     push_case(cases, &nc, (coll_case){K_REDUCE, dt, (tf_reduce_op)op, root, 1, 0});
                     push_case(cases, &nc, (coll_case){K_REDUCE, dt, (tf_reduce_op)op, root, 1001, 0});
                 }
-        world w;
-        world_open(&w, n, mode);
-        case_list l = {cases, nc};
-        run_ranks(&w, run_case_list, &l);
-        world_close(&w);
+        run_cases(n, mode, cases, nc);
     }
 }
 END_TEST
@@ -494,11 +500,7 @@ START_TEST(test_broadcast)
                     push_case(cases, &nc,
                               (coll_case){K_BROADCAST, dts[d], TF_REDUCE_SUM, root ? n - 1 : 0,
                                           counts[k], 0});
-        world w;
-        world_open(&w, n, mode);
-        case_list l = {cases, nc};
-        run_ranks(&w, run_case_list, &l);
-        world_close(&w);
+        run_cases(n, mode, cases, nc);
     }
 }
 END_TEST
@@ -518,11 +520,7 @@ START_TEST(test_allreduce)
         }
         push_case(cases, &nc, (coll_case){K_ALLREDUCE, TF_DTYPE_I32, TF_REDUCE_SUM, 0, 1001, 0});
         push_case(cases, &nc, (coll_case){K_ALLREDUCE, TF_DTYPE_I64, TF_REDUCE_SUM, 0, 77, 0});
-        world w;
-        world_open(&w, n, mode);
-        case_list l = {cases, nc};
-        run_ranks(&w, run_case_list, &l);
-        world_close(&w);
+        run_cases(n, mode, cases, nc);
     }
 }
 END_TEST
