@@ -13,6 +13,8 @@ TEST_CPPFLAGS = $(AM_CPPFLAGS) $(CHECK_CFLAGS) -I$(top_srcdir)/core/sdk \
 TEST_LDADD = $(TFCORE_RUNTIME_LIBS) $(CHECK_LIBS) $(JANSSON_LIBS) $(LIBCONFIG_LIBS) $(UTF8PROC_LIBS)
 
 EXTRA_DIST += tests/ref/run-python.sh tests/fuzz
+# what the reference tests share: the pass/fail tally; the model-bert ones (fp32, bf16) more
+EXTRA_DIST += tests/ref/model_bert_harness.py tests/ref/tally.py
 # what the C tests share: plugins through the registry, seeded fills, errors,
 # the runner (tests/common.h); the GPU op suites' backend pair
 EXTRA_DIST += tests/common.h tests/backend_pair.h
