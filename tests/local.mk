@@ -13,6 +13,8 @@ TEST_CPPFLAGS = $(AM_CPPFLAGS) $(CHECK_CFLAGS) -I$(top_srcdir)/core/sdk \
 TEST_LDADD = $(TFCORE_RUNTIME_LIBS) $(CHECK_LIBS) $(JANSSON_LIBS) $(LIBCONFIG_LIBS) $(UTF8PROC_LIBS)
 
 EXTRA_DIST += tests/ref/run-python.sh tests/fuzz
+# what the reference tests share: the pass/fail tally; the model-bert ones (fp32, bf16) more
+EXTRA_DIST += tests/ref/model_bert_harness.py tests/ref/tally.py
 # what the C tests share: plugins through the registry, seeded fills, errors,
 # the runner (tests/common.h); the GPU op suites' backend pair
 EXTRA_DIST += tests/common.h tests/backend_pair.h
@@ -121,7 +123,7 @@ TESTS += tests/test_hub.sh
 EXTRA_DIST += tests/test_hub.sh tests/hub_server.py tests/hub_fixture.py tests/loopback_http.py
 # comm mpi across hosts: network namespaces as machines (tests/netns_hosts.sh)
 TESTS += tests/test_multihost.sh
-EXTRA_DIST += tests/test_multihost.sh tests/netns_hosts.sh
+EXTRA_DIST += tests/test_multihost.sh tests/netns_hosts.sh tests/mpi_test_harness.sh
 # tfcore under a real one-node Slurm (srun, sbatch, scancel; tests/slurm_cluster.sh)
 TESTS += tests/test_slurm.sh
 EXTRA_DIST += tests/test_slurm.sh tests/slurm_cluster.sh tests/slurm_harness.sh

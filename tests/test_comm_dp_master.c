@@ -11,20 +11,12 @@
  * test needs, counts the copies and adds the plugin makes (to see which path
  * it took), and fails an op on one chosen replica when a test asks.
  * Exits 77 (skip) when backend-cpu was not built (no OpenBLAS). */
-#include <check.h>
 #include <pthread.h>
 #include <stdatomic.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
 
-#include "registry.h"
-#include "tfcore/backend.h"
+#include "common.h"
 #include "tfcore/comm.h"
 #include "tfcore/config.h"
-#include "tfcore/dtype.h"
 
 #define MAXN 4
 
@@ -411,6 +403,16 @@ static void run_case_list(rank_ctx *x)
         if (!do_case(x, &l->cases[k])) return;
 }
 
+/* cases[nc] on a fresh world of n ranks in `mode`, every rank in order */
+static void run_cases(int n, int mode, const coll_case *cases, size_t nc)
+{
+    world w;
+    world_open(&w, n, mode);
+    case_list l = {cases, nc};
+    run_ranks(&w, run_case_list, &l);
+    world_close(&w);
+}
+
 /* --- plugin basics and config ---------------------------------------------------------------- */
 
 START_TEST(test_plugin_basics)
@@ -478,11 +480,7 @@ START_TEST(test_reduce)
                     push_case(cases, &nc, (coll_case){K_REDUCE, dt, (tf_reduce_op)op, root, 1, 0});
                     push_case(cases, &nc, (coll_case){K_REDUCE, dt, (tf_reduce_op)op, root, 1001, 0});
                 }
-        world w;
-        world_open(&w, n, mode);
-        case_list l = {cases, nc};
-        run_ranks(&w, run_case_list, &l);
-        world_close(&w);
+        run_cases(n, mode, cases, nc);
     }
 }
 END_TEST
@@ -502,11 +500,7 @@ START_TEST(test_broadcast)
                     push_case(cases, &nc,
                               (coll_case){K_BROADCAST, dts[d], TF_REDUCE_SUM, root ? n - 1 : 0,
                                           counts[k], 0});
-        world w;
-        world_open(&w, n, mode);
-        case_list l = {cases, nc};
-        run_ranks(&w, run_case_list, &l);
-        world_close(&w);
+        run_cases(n, mode, cases, nc);
     }
 }
 END_TEST
@@ -526,11 +520,7 @@ START_TEST(test_allreduce)
         }
         push_case(cases, &nc, (coll_case){K_ALLREDUCE, TF_DTYPE_I32, TF_REDUCE_SUM, 0, 1001, 0});
         push_case(cases, &nc, (coll_case){K_ALLREDUCE, TF_DTYPE_I64, TF_REDUCE_SUM, 0, 77, 0});
-        world w;
-        world_open(&w, n, mode);
-        case_list l = {cases, nc};
-        run_ranks(&w, run_case_list, &l);
-        world_close(&w);
+        run_cases(n, mode, cases, nc);
     }
 }
 END_TEST
@@ -1170,28 +1160,17 @@ static Suite *dp_master_suite(void)
 
 int main(void)
 {
-    const char *top = getenv("top_builddir");
-    if (!top) top = ".";
-    char d_cpu[4096], d_dp[4096];
-    snprintf(d_cpu, sizeof d_cpu, "%s/plugins/backend-cpu/.libs", top);
-    snprintf(d_dp, sizeof d_dp, "%s/plugins/comm-dp-master/.libs", top);
-    const char *dirs[] = {d_cpu, d_dp};
+    const char *rel[] = {"plugins/backend-cpu", "plugins/comm-dp-master"};
     tf_error err = {0};
-    if (tf_registry_scan(&reg, dirs, 2, &err) != TF_OK) {
-        fprintf(stderr, "test_comm_dp_master: scanning plugins: %s\n", err.msg);
-        return EXIT_FAILURE;
-    }
-    const tf_loaded_plugin *pc = tf_registry_find(reg, TF_KIND_COMM, "dp-master");
-    const tf_loaded_plugin *pb = tf_registry_find(reg, TF_KIND_BACKEND, "cpu");
-    if (!pc) {
-        fprintf(stderr, "test_comm_dp_master: tfcore-comm-dp-master.so not found in %s\n", d_dp);
-        for (size_t i = 0; i < reg->nrejected; i++) fprintf(stderr, "  %s\n", reg->rejected[i].why);
+    const tf_loaded_plugin *pc = NULL, *pb = NULL;
+    if (tf_test_registry(&reg, rel, TF_TEST_COUNT(rel), &err) != TF_OK ||
+        !(pc = tf_test_plugin(reg, TF_KIND_COMM, "dp-master", &err))) {
+        fprintf(stderr, "test_comm_dp_master: %s\n", err.msg);
         tf_registry_free(reg);
         return EXIT_FAILURE;
     }
-    if (!pb) {
-        printf("test_comm_dp_master: SKIP: backend-cpu not built (no %s/tfcore-backend-cpu.so)\n",
-               d_cpu);
+    if (!(pb = tf_test_plugin(reg, TF_KIND_BACKEND, "cpu", &err))) {
+        printf("test_comm_dp_master: SKIP: backend-cpu not built or not usable (%s)\n", err.msg);
         tf_registry_free(reg);
         return 77;
     }
@@ -1199,10 +1178,7 @@ int main(void)
     cpu = pb->desc->vtable;
     make_shims();
 
-    SRunner *sr = srunner_create(dp_master_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    int failed = tf_test_run(dp_master_suite(), false);
     tf_registry_free(reg);
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

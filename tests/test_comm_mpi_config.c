@@ -2,12 +2,7 @@
  * without mpirun: descriptor and probe, check_config (every key, every bad
  * value naming file:line or the -o override), and init's checks that come
  * before MPI starts. The collectives are tests/test_comm_mpi.sh's. */
-#include <check.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "registry.h"
+#include "common.h"
 #include "tfcore/comm.h"
 #include "tfcore/config.h"
 
@@ -17,15 +12,11 @@ static const tf_comm_vtable *vt;
 
 static void load(void)
 {
-    const char *b = getenv("top_builddir");
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s/plugins/comm-mpi/.libs", b ? b : ".");
-    const char *dirs[] = {dir};
+    const char *rel[] = {"plugins/comm-mpi"};
     tf_error err = {0};
-    ck_assert_int_eq(tf_registry_scan(&reg, dirs, 1, &err), TF_OK);
-    for (size_t i = 0; i < reg->nrejected; i++) fprintf(stderr, "rejected: %s\n", reg->rejected[i].why);
-    plugin = tf_registry_find(reg, TF_KIND_COMM, "mpi");
-    ck_assert_msg(plugin != NULL, "comm plugin 'mpi' not found in %s", dir);
+    ck_assert_msg(tf_test_registry(&reg, rel, 1, &err) == TF_OK, "%s", err.msg);
+    plugin = tf_test_plugin(reg, TF_KIND_COMM, "mpi", &err);
+    ck_assert_msg(plugin != NULL, "%s", err.msg);
     vt = plugin->desc->vtable;
 }
 
@@ -197,9 +188,6 @@ int main(void)
     tcase_add_loop_test(tc, test_bad_values, 0, (int)(sizeof bad / sizeof bad[0]));
     tcase_add_test(tc, test_init_argument_checks);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    int failed = tf_test_run(s, false);
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

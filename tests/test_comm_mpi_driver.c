@@ -35,9 +35,8 @@
 
 #include <mpi.h> /* constants only: MPI functions come from the plugin's scope */
 
+#include "common.h" /* plugins through the registry (not its Check runner) */
 #include "plan.h"
-#include "registry.h"
-#include "tfcore/backend.h"
 #include "tfcore/comm.h"
 #include "tfcore/config.h"
 
@@ -90,22 +89,13 @@ static tf_config *be_cfg;
 
 static void load_plugins(void)
 {
-    const char *b = getenv("top_builddir");
-    char d1[4096], d2[4096];
-    snprintf(d1, sizeof d1, "%s/plugins/comm-mpi/.libs", b ? b : ".");
-    snprintf(d2, sizeof d2, "%s/plugins/backend-cpu/.libs", b ? b : ".");
-    const char *dirs[] = {d1, d2};
+    const char *rel[] = {"plugins/comm-mpi", "plugins/backend-cpu"};
     tf_error err = {0};
-    if (tf_registry_scan(&reg, dirs, 2, &err)) die("registry: %s", err.msg);
-    const tf_loaded_plugin *p = tf_registry_find(reg, TF_KIND_COMM, "mpi");
-    if (!p) {
-        for (size_t i = 0; i < reg->nrejected; i++) fprintf(stderr, "rejected: %s\n", reg->rejected[i].why);
-        die("comm plugin 'mpi' not found in %s", d1);
-    }
-    if (!p->usable) die("comm plugin 'mpi' is unusable: %s", p->why);
+    if (tf_test_registry(&reg, rel, TF_TEST_COUNT(rel), &err)) die("registry: %s", err.msg);
+    const tf_loaded_plugin *p = tf_test_plugin(reg, TF_KIND_COMM, "mpi", &err);
+    if (!p) die("%s", err.msg);
     cvt = p->desc->vtable;
-    p = tf_registry_find(reg, TF_KIND_BACKEND, "cpu");
-    if (!p) die("backend plugin 'cpu' not found in %s", d2);
+    if (!(p = tf_test_plugin(reg, TF_KIND_BACKEND, "cpu", &err))) die("%s", err.msg);
     cpu_vt = p->desc->vtable;
     if (tf_config_new(&be_cfg, &err)) die("%s", err.msg);
     tf_backend_open_args oa = {sizeof oa, 0, 1, 1, tf_config_section(be_cfg, "backend"), 1};

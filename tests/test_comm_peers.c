@@ -6,7 +6,6 @@
  * namespaces end to end. A job of 70 ranks checks the fan-out of a large job
  * (rank 0 hears everyone, the others the 64 ranks before them). */
 #include <arpa/inet.h>
-#include <check.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +14,7 @@
 #include <unistd.h>
 
 #include "comm_peers.h"
+#include "common.h"
 
 static void nap(double s)
 {
@@ -161,9 +161,6 @@ int main(void)
     tcase_add_test(tc, test_never_heard);
     tcase_add_test(tc, test_large_job_fanout);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    int failed = tf_test_run(s, false);
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

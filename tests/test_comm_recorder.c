@@ -1,12 +1,12 @@
 /* test_comm_recorder.c — the collectives' flight recorder (comm_recorder.h):
  * what the rank side records, and the report of an overdue collective that
  * names the rank(s) behind (tests/test_comm_timeout.sh runs it end to end). */
-#include <check.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "comm_recorder.h"
+#include "common.h"
 
 static double mono(void)
 {
@@ -167,9 +167,6 @@ int main(void)
     tcase_add_test(tc, test_exit_and_layout);
     tcase_add_test(tc, test_heartbeat);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    int failed = tf_test_run(s, false);
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -19,46 +19,15 @@
 # Skips (77) without the mpi plugin or where network namespaces cannot be made.
 set -u
 : "${top_builddir:?}" "${top_srcdir:?}"
-tfcore="$top_builddir/core/tfcore"
-diff_tool="$top_builddir/tests/params_diff"
-LSAN_OPTIONS="suppressions=$top_srcdir/tests/data/comm-mpi/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
-ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
-OMPI_MCA_mca_base_component_disable_dlclose=1
-export LSAN_OPTIONS ASAN_OPTIONS OMPI_MCA_mca_base_component_disable_dlclose
+. "$top_srcdir/tests/mpi_test_harness.sh"
 unset OMPI_MCA_btl # the transports are the job's own: tcp,self
 
-if ! "$tfcore" plugins 2>/dev/null | grep -Eq "^ *comm +mpi "; then
-    echo "test_multihost: SKIP: comm plugin mpi not built (no Open MPI)"
-    exit 77
-fi
-. "$top_srcdir/tests/netns_hosts.sh"
-if ! netns_hosts_up 2; then # it said why
-    echo "test_multihost: SKIP: network namespaces cannot be made here"
-    netns_hosts_down
-    exit 77
-fi
+mpi_test_need_mpi test_multihost
+mpi_test_hosts test_multihost 2
 h0=$NETNS_HOST_IP_0
 h1=$NETNS_HOST_IP_1
 tmp=$NETNS_DIR # removed with the fixture
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 
-# cfg NAME PER_DEVICE [COMM_SECTION]: bert-tiny without dropout, 3 steps
-cfg() {
-    cat >"$tmp/$1.cfg" <<CFG
-model = { plugin = "bert"; preset = "bert-tiny"; task = "classification"; num_labels = 2;
-          max_position_embeddings = 64; hidden_dropout_prob = 0.0; attention_probs_dropout_prob = 0.0; };
-data = { plugin = "synthetic"; task = "classification"; num_labels = 2; seq_len = 32;
-         num_examples = 96; eval_examples = 0; learnable = true; };
-backend = { plugin = "cpu"; threads = 1; };
-training = { output_dir = "$tmp/$1"; max_steps = ${STEPS:-3}; per_device_train_batch_size = $2;
-             gradient_accumulation_steps = 1; learning_rate = 5e-5; warmup_steps = 0;
-             weight_decay = 0.01; logging_steps = 1; eval_strategy = "no"; save_strategy = "no"; seed = 11; };
-${3:-}
-CFG
-}
 # mpi WORLD HOSTS_ARGS: a comm section naming the hosts
 mpi() {
     printf 'comm = { plugin = "mpi"; world_size = %s; mpirun_args = "%s --display-map %s"; };' \
@@ -67,12 +36,6 @@ mpi() {
 # on_host0 LIMIT NAME: tfcore -c NAME.cfg started on host 0 (mpirun runs there)
 on_host0() {
     timeout "$1" ip netns exec "$NETNS_HOST_NS_0" "$tfcore" -c "$tmp/$2.cfg" >"$tmp/$2.out" 2>&1
-}
-same_params() { # A B
-    if out=$("$diff_tool" "$tmp/$1/model.safetensors" "$tmp/$2/model.safetensors" 1e-5); then
-        ok
-        echo "ok: $2 has $1's parameters ($out)"
-    else bad "$2 differs from $1: $out"; fi
 }
 # spans NAME RANKS: mpirun's map put RANKS ranks on host 1 (host 0, where
 # mpirun runs, is listed under the machine's name)
@@ -103,8 +66,7 @@ if on_host0 300 hosts2x2; then
 else bad "2 hosts x 2 ranks (hostfile): exit $?"; tail -n 30 "$tmp/hosts2x2.out"; fi
 
 # --- resume across hosts: a checkpoint rank 0 wrote, every rank reads --------------
-STEPS=4 cfg ckpt 8 "$(mpi 2 "--host $h0:1,$h1:1")"
-sed -i 's/save_strategy = "no";/save_strategy = "steps"; save_steps = 2;/' "$tmp/ckpt.cfg"
+STEPS=4 SAVE=steps SAVE_STEPS=2 cfg ckpt 8 "$(mpi 2 "--host $h0:1,$h1:1")"
 if on_host0 300 ckpt &&
     timeout 300 ip netns exec "$NETNS_HOST_NS_0" "$tfcore" -c "$tmp/ckpt.cfg" -o training.output_dir="\"$tmp/resumed\"" \
         -o training.resume_from_checkpoint="\"$tmp/ckpt/checkpoint-2\"" >"$tmp/resumed.out" 2>&1 &&
@@ -255,5 +217,4 @@ else
     wait "$job"
 fi
 
-echo "test_multihost: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+mpi_test_end test_multihost

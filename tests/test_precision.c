@@ -7,17 +7,10 @@
  * unscale_and_check on backend-cpu (exact 1/scale, inf and NaN found, a
  * stale flag cleared, every failing backend op reported), checkpoint state
  * round trips, and every config error with its file:line. */
-#include <check.h>
 #include <float.h>
-#include <math.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 
-#include "registry.h"
-#include "tfcore/backend.h"
+#include "common.h"
 #include "tfcore/config.h"
 #include "tfcore/precision.h"
 
@@ -27,40 +20,28 @@ static const tf_backend_vtable *cpu_vt; /* NULL when backend-cpu is not built */
 
 /* --- loading ---------------------------------------------------------------- */
 
-static const tf_loaded_plugin *find(uint32_t kind, const char *name)
+/* The vtable of plugin (kind, name), or NULL with the registry's line in err. */
+static const void *vtable_of(uint32_t kind, const char *name, tf_error *err)
 {
-    const tf_loaded_plugin *p = tf_registry_find(reg, kind, name);
-    return p && p->usable ? p : NULL;
+    const tf_loaded_plugin *p = tf_test_plugin(reg, kind, name, err);
+    return p ? p->desc->vtable : NULL;
 }
 
 static void load_plugins(void)
 {
-    const char *top = getenv("top_builddir");
-    static char dirs[5][4096];
-    const char *names[] = {"precision-fp32", "precision-tf32", "precision-fp16", "precision-bf16",
-                           "backend-cpu"};
-    const char *dp[5];
-    for (int i = 0; i < 5; i++) {
-        snprintf(dirs[i], sizeof dirs[i], "%s/plugins/%s/.libs", top ? top : ".", names[i]);
-        dp[i] = dirs[i];
-    }
+    const char *rel[] = {"plugins/precision-fp32", "plugins/precision-tf32", "plugins/precision-fp16",
+                         "plugins/precision-bf16", "plugins/backend-cpu"};
     tf_error err = {0};
-    if (tf_registry_scan(&reg, dp, 5, &err) != TF_OK) {
+    if (tf_test_registry(&reg, rel, TF_TEST_COUNT(rel), &err) != TF_OK ||
+        !(pv_fp32 = vtable_of(TF_KIND_PRECISION, "fp32", &err)) ||
+        !(pv_tf32 = vtable_of(TF_KIND_PRECISION, "tf32", &err)) ||
+        !(pv_fp16 = vtable_of(TF_KIND_PRECISION, "fp16", &err)) ||
+        !(pv_bf16 = vtable_of(TF_KIND_PRECISION, "bf16", &err))) {
         fprintf(stderr, "test_precision: %s\n", err.msg);
         exit(EXIT_FAILURE);
     }
-    const tf_loaded_plugin *p;
-    p = find(TF_KIND_PRECISION, "fp32"); pv_fp32 = p ? p->desc->vtable : NULL;
-    p = find(TF_KIND_PRECISION, "tf32"); pv_tf32 = p ? p->desc->vtable : NULL;
-    p = find(TF_KIND_PRECISION, "fp16"); pv_fp16 = p ? p->desc->vtable : NULL;
-    p = find(TF_KIND_PRECISION, "bf16"); pv_bf16 = p ? p->desc->vtable : NULL;
-    p = find(TF_KIND_BACKEND, "cpu"); cpu_vt = p ? p->desc->vtable : NULL;
-    if (!pv_fp32 || !pv_tf32 || !pv_fp16 || !pv_bf16) {
-        fprintf(stderr, "test_precision: a precision plugin is missing from %s/plugins/precision-*/.libs "
-                        "(%zu rejected)\n", top ? top : ".", reg->nrejected);
-        for (size_t i = 0; i < reg->nrejected; i++) fprintf(stderr, "  %s\n", reg->rejected[i].why);
-        exit(EXIT_FAILURE);
-    }
+    tf_error why = {0};
+    cpu_vt = vtable_of(TF_KIND_BACKEND, "cpu", &why);
 }
 
 /* --- helpers ---------------------------------------------------------------- */
@@ -156,15 +137,6 @@ static bool ref_update(ref_scaler *r, bool found_inf)
     return false;
 }
 
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static double urand(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (double)(rng >> 11) * (1.0 / 9007199254740992.0);
-}
-
 /* Capture what the plugin logs (tf_log writes to stderr). */
 static int saved_fd = -1;
 static FILE *captured;
@@ -210,8 +182,9 @@ START_TEST(test_dtype_and_mode)
         {pv_bf16, "bf16", TF_DTYPE_BF16, TF_MATMUL_BF16, 1.0f},
     };
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
-        const tf_loaded_plugin *lp = find(TF_KIND_PRECISION, c[i].name);
-        ck_assert_ptr_nonnull(lp);
+        tf_error err = {0};
+        const tf_loaded_plugin *lp = tf_test_plugin(reg, TF_KIND_PRECISION, c[i].name, &err);
+        ck_assert_msg(lp != NULL, "%s", err.msg);
         ck_assert_str_eq(lp->desc->name, c[i].name);
         ck_assert_uint_eq(lp->desc->kind, TF_KIND_PRECISION);
         ck_assert_msg(lp->desc->description && lp->desc->description[0], "%s has no description", c[i].name);
@@ -383,7 +356,7 @@ START_TEST(test_fp16_matches_gradscaler_on_random_scripts)
         tf_precision *p = fp16_with(c[k].init, c[k].growth, c[k].backoff, c[k].interval);
         ref_scaler r = {(float)c[k].init, 0, 0, c[k].growth, c[k].backoff, c[k].interval};
         for (int i = 0; i < 30000; i++) {
-            bool inf = urand() < c[k].p_inf;
+            bool inf = tf_test_urand() < c[k].p_inf;
             bool skip = pv_fp16->update(p, inf);
             bool rskip = ref_update(&r, inf);
             ck_assert_msg(r.scale >= FLT_MIN, "config %zu: the script underflows the reference", k);
@@ -457,7 +430,7 @@ START_TEST(test_fp16_state_round_trip)
     ASSERT_STATE(pv_fp16, b, s.scale, 3, 2);
     /* both continue identically */
     for (int i = 0; i < 500; i++) {
-        bool inf = urand() < 0.1;
+        bool inf = tf_test_urand() < 0.1;
         ck_assert_int_eq(pv_fp16->update(a, inf), pv_fp16->update(b, inf));
         tf_scaler_state x = state_of(pv_fp16, a), y = state_of(pv_fp16, b);
         ck_assert(x.scale == y.scale && x.good_steps == y.good_steps && x.skipped_steps == y.skipped_steps);
@@ -530,7 +503,7 @@ START_TEST(test_fp16_unscale_is_exact)
         tf_precision *p = fp16_with(scales[k], 2.0, 0.5, 2000);
         for (size_t i = 0; i < n; i++) {
             /* magnitudes from 2^-30 to 2^30, both signs, some exact zeros */
-            double m = ldexp(urand() + 0.5, (int)(urand() * 60) - 30);
+            double m = ldexp(tf_test_urand() + 0.5, (int)(tf_test_urand() * 60) - 30);
             orig[i] = i % 97 == 0 ? 0.0f : (float)(i % 2 ? m : -m);
         }
         memcpy(g, orig, n * sizeof *g);
@@ -775,39 +748,28 @@ int main(void)
 {
     load_plugins();
     Suite *s = suite_create("precision");
-    TCase *tc = tcase_create("plugins");
-    tcase_add_test(tc, test_dtype_and_mode);
-    tcase_add_test(tc, test_unscaled_modes_match_fp32);
-    tcase_add_test(tc, test_unscaled_modes_have_no_keys);
-    suite_add_tcase(s, tc);
-    tc = tcase_create("fp16 scaler");
-    tcase_add_test(tc, test_fp16_defaults_grow_after_2000);
-    tcase_add_test(tc, test_fp16_back_to_back_overflows);
-    tcase_add_test(tc, test_fp16_growth_interval_1_and_3);
-    tcase_add_test(tc, test_fp16_matches_gradscaler_on_random_scripts);
-    tcase_add_test(tc, test_fp16_never_grows_to_inf);
-    tcase_add_test(tc, test_fp16_underflow_clamps_and_warns_once);
-    tcase_add_test(tc, test_fp16_state_round_trip);
-    tcase_add_test(tc, test_fp16_set_state_out_of_range);
-    suite_add_tcase(s, tc);
-    tc = tcase_create("fp16 config");
-    tcase_add_test(tc, test_fp16_config_keys_read);
-    tcase_add_test(tc, test_fp16_config_errors);
-    tcase_add_test(tc, test_fp16_config_override_and_typo);
-    suite_add_tcase(s, tc);
-    if (cpu_vt) {
-        tc = tcase_create("fp16 unscale on backend-cpu");
-        tcase_add_test(tc, test_fp16_unscale_is_exact);
-        tcase_add_test(tc, test_fp16_finds_inf_and_nan);
-        tcase_add_test(tc, test_fp16_unscale_reports_backend_failures);
-        suite_add_tcase(s, tc);
-    } else {
+    const TTest *const plugins[] = {test_dtype_and_mode, test_unscaled_modes_match_fp32,
+                                    test_unscaled_modes_have_no_keys};
+    const TTest *const scaler[] = {test_fp16_defaults_grow_after_2000,
+                                   test_fp16_back_to_back_overflows,
+                                   test_fp16_growth_interval_1_and_3,
+                                   test_fp16_matches_gradscaler_on_random_scripts,
+                                   test_fp16_never_grows_to_inf,
+                                   test_fp16_underflow_clamps_and_warns_once,
+                                   test_fp16_state_round_trip,
+                                   test_fp16_set_state_out_of_range};
+    const TTest *const config[] = {test_fp16_config_keys_read, test_fp16_config_errors,
+                                   test_fp16_config_override_and_typo};
+    const TTest *const unscale[] = {test_fp16_unscale_is_exact, test_fp16_finds_inf_and_nan,
+                                    test_fp16_unscale_reports_backend_failures};
+    tf_test_add_group(s, "plugins", plugins, TF_TEST_COUNT(plugins), 0);
+    tf_test_add_group(s, "fp16 scaler", scaler, TF_TEST_COUNT(scaler), 0);
+    tf_test_add_group(s, "fp16 config", config, TF_TEST_COUNT(config), 0);
+    if (cpu_vt)
+        tf_test_add_group(s, "fp16 unscale on backend-cpu", unscale, TF_TEST_COUNT(unscale), 0);
+    else
         printf("test_precision: backend-cpu is not built (no OpenBLAS): unscale_and_check not tested\n");
-    }
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    int failed = tf_test_run(s, false);
     tf_registry_free(reg);
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -31,7 +31,7 @@ for f in "$top_srcdir"/conf/slurm/*.sbatch; do
         shellcheck "$f" || { echo "FAIL: $f: shellcheck"; exit 1; }
     fi
 done
-slurm_test_need_mpi test_slurm
+mpi_test_need_mpi test_slurm
 slurm_test_cluster test_slurm
 mpi2='comm = { plugin = "mpi"; world_size = 2; };'
 
@@ -110,4 +110,4 @@ if grep -q "checkpoint" "$log" && ls -d "$tmp/cancel/checkpoint-"* >/dev/null 2>
     echo "ok: scancel: job $job $end, rank 0 saved $(ls -d "$tmp/cancel/checkpoint-"* | xargs -n1 basename), ranks exited 75"
 else bad "scancel: job $job $end"; tail -n 15 "$log"; fi
 
-slurm_test_end test_slurm
+mpi_test_end test_slurm

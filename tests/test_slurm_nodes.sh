@@ -13,7 +13,7 @@
 set -u
 : "${top_builddir:?}" "${top_srcdir:?}"
 . "$top_srcdir/tests/slurm_harness.sh"
-slurm_test_need_mpi test_slurm_nodes
+mpi_test_need_mpi test_slurm_nodes
 # the trees every node must see, wherever they are (a clone in /tmp too)
 SLURM_SHARED_PATHS="$(cd "$top_srcdir" && pwd) $(cd "$top_builddir" && pwd)"
 slurm_test_cluster test_slurm_nodes 2
@@ -47,4 +47,4 @@ if [ "$end" = COMPLETED ] && grep -q "running 2 ranks under mpirun" "$tmp/tfcore
     same_params base trainb
 else bad "sbatch -N 2 train.sbatch: job $job $end"; tail -n 15 "$tmp/tfcore-train-$job.out"; fi
 
-slurm_test_end test_slurm_nodes
+mpi_test_end test_slurm_nodes

@@ -32,7 +32,7 @@ plugins_comm_mpi_tfcore_comm_mpi_la_LIBADD = $(PLUGIN_LIBADD) $(MPI_LIBS)
 # tf_registry, as tfcore does, so the RTLD_LOCAL problem shows if it is back.
 check_PROGRAMS += tests/test_comm_mpi_driver
 tests_test_comm_mpi_driver_SOURCES = tests/test_comm_mpi_driver.c
-tests_test_comm_mpi_driver_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/core/runtime $(MPI_CFLAGS)
+tests_test_comm_mpi_driver_CPPFLAGS = $(TEST_CPPFLAGS) $(MPI_CFLAGS)
 tests_test_comm_mpi_driver_LDADD = $(TFCORE_RUNTIME_LIBS)
 TESTS += tests/test_comm_mpi.sh
 

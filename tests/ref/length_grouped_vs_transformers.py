@@ -22,20 +22,11 @@ import sys
 import torch
 from transformers import trainer_pt_utils
 
+import tally
+from tally import check
+
 top_builddir = os.environ["top_builddir"]
 tool = os.path.join(top_builddir, "tests", "length_group_tool")
-passed = failed = 0
-
-
-def check(ok, what):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", what)
-
-
 def case(n, batch, seed, epoch, world, lengths, what):
     text = f"{n} {batch} {seed} {epoch} {world}\n" + " ".join(map(str, lengths)) + "\n"
     out = subprocess.run([tool], input=text, capture_output=True, text=True, check=True).stdout.splitlines()
@@ -65,6 +56,6 @@ case(640, 32, 9, 2, 2, [rng.choice([10, 20, 30]) for _ in range(640)], "640 rows
 case(256, 4, 3, 0, 1, [100] * 256, "all rows of one length")
 case(1, 8, 0, 0, 1, [12], "one row")
 
-print(f"length_grouped_vs_transformers: {passed} passed, {failed} failed "
+print(f"length_grouped_vs_transformers: {tally.passed} passed, {tally.failed} failed "
       f"(transformers {__import__('transformers').__version__}, torch {torch.__version__})")
-sys.exit(1 if failed else 0)
+sys.exit(1 if tally.failed else 0)

@@ -25,68 +25,30 @@ Prints the worst error of each kind, then
 "model_bert_bf16_vs_autocast: N passed, M failed"; exit 0 / 1 (77: skipped).
 """
 import os
-import subprocess
 import sys
 import tempfile
 
 import numpy as np
 import torch
-from safetensors.numpy import load_file, save_file
-from transformers import BertConfig, BertForSequenceClassification
-from transformers.utils import logging as hf_logging
+from transformers import BertForSequenceClassification
 
-hf_logging.set_verbosity_error()
-torch.set_num_threads(2)
+import model_bert_harness as harness
+from model_bert_harness import (DRIVER, adamw_for, make_batch, note_worst, perturbed_model,
+                                rel_elementwise, save_for_driver, torch_batch)
+from tally import check
 
-top_builddir = os.environ.get("top_builddir", ".")
-DRIVER = os.path.join(top_builddir, "tests", "model_bert_driver")
 STEPS = 10
-LR = 1e-3
-WD = 0.01
-passed = failed = 0
-worst = {}
-
-
-def check(ok, what):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", what)
-    return ok
-
-
-def rel_elementwise(a, b):
-    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    return float(np.max(np.abs(a - b) / np.maximum(1.0, np.abs(b))))
 
 
 def close(kind, r, tol, where):
-    if kind not in worst or r > worst[kind][0]:
-        worst[kind] = (r, where)
+    note_worst(kind, r, where)
     return check(r <= tol, "%s: %s %.3g > %g" % (where, kind, r, tol))
 
 
 def run_driver(work, cfg_text, batch, matmul):
-    cfg = os.path.join(work, "run.cfg")
-    with open(cfg, "w") as f:
-        f.write(cfg_text)
-    bpath = os.path.join(work, "batch.safetensors")
-    save_file({k: np.ascontiguousarray(v, dtype=np.int32) for k, v in batch.items()}, bpath)
-    out = os.path.join(work, "out-%s.safetensors" % matmul)
-    cmd = [DRIVER, "--config", cfg, "--batch", bpath, "--out", out, "--steps", str(STEPS),
-           "--lr", str(LR), "--weight-decay", str(WD), "--matmul", matmul]
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    return (load_file(out) if p.returncode == 0 else None), p.stderr.strip()
-
-
-def adamw_for(model):
-    decay, no_decay = [], []
-    for n, p in model.named_parameters():
-        (no_decay if ("bias" in n or "LayerNorm" in n) else decay).append(p)
-    return torch.optim.AdamW([{"params": decay, "weight_decay": WD},
-                              {"params": no_decay, "weight_decay": 0.0}], lr=LR, eps=1e-8)
+    tf, p = harness.run_driver(work, cfg_text, batch, ["--steps", str(STEPS), "--matmul", matmul],
+                               out_name="out-%s.safetensors" % matmul)
+    return tf, p.stderr.strip()
 
 
 def hf_run(model, tb, autocast):
@@ -123,24 +85,11 @@ CASES = [
 
 def run_case(work, idx, case):
     name, cfg, B, S, lengths = case
-    torch.manual_seed(3000 + idx)
+    model = perturbed_model(BertForSequenceClassification, cfg, 3, 3000 + idx)
     rng = np.random.default_rng(4000 + idx)
-    config = BertConfig(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, num_labels=3,
-                        **cfg)
-    model = BertForSequenceClassification(config)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(0.05 * torch.randn_like(p))
-    hf_dir = os.path.join(work, name, "hf")
-    model.save_pretrained(hf_dir)
-    ids = np.zeros((B, S), np.int32)
-    mask = np.zeros((B, S), np.int32)
-    for r, n in enumerate(lengths):
-        ids[r, :n] = rng.integers(1, cfg["vocab_size"], n)
-        mask[r, :n] = 1
-    batch = {"input_ids": ids, "attention_mask": mask,
-             "labels": rng.integers(0, 3, B).astype(np.int32)}
-    cfg_text = 'model = { pretrained = "%s"; task = "classification"; };\n' % hf_dir
+    cfg_text = save_for_driver(model, os.path.join(work, name), "classification")
+    batch = make_batch(rng, "classification", cfg["vocab_size"], B, S, lengths, num_labels=3,
+                       pairs=False, token_types=False)
     tf16, why = run_driver(os.path.join(work, name), cfg_text, batch, "bf16")
     if tf16 is None:
         if "no bf16 GEMMs" in why:
@@ -151,7 +100,7 @@ def run_case(work, idx, case):
     tf32, why = run_driver(os.path.join(work, name), cfg_text, batch, "fp32")
     if not check(tf32 is not None, "%s: driver --matmul fp32 failed: %s" % (name, why)):
         return
-    tb = {k: torch.tensor(v, dtype=torch.long) for k, v in batch.items()}
+    tb = torch_batch(batch)
     state = {k: v.clone() for k, v in model.state_dict().items()}
     model.train()
     (ac_logits, ac_loss, ac_grads), ac_losses = hf_run(model, tb, True)
@@ -193,10 +142,7 @@ def main():
         for i, case in enumerate(CASES):
             os.makedirs(os.path.join(work, case[0]))
             run_case(work, i, case)
-    for kind, (v, where) in sorted(worst.items()):
-        print("worst %-40s %.3g (%s)" % (kind, v, where))
-    print("model_bert_bf16_vs_autocast: %d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return harness.report("model_bert_bf16_vs_autocast", lambda kind: "%-40s" % kind)
 
 
 if __name__ == "__main__":

@@ -36,22 +36,19 @@ Prints the worst relative error of each kind, then
 """
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
 import numpy as np
 import torch
-from safetensors.numpy import load_file, save_file
-from transformers import (BertConfig, BertForQuestionAnswering,
-                          BertForSequenceClassification)
-from transformers.utils import logging as hf_logging
+from transformers import BertConfig, BertForQuestionAnswering, BertForSequenceClassification
 
-hf_logging.set_verbosity_error()
-torch.set_num_threads(2)
+import model_bert_harness as harness
+from model_bert_harness import (adamw_for, make_batch, note_worst, perturbed_model, rel_elementwise,
+                                save_for_driver, top_builddir, torch_batch)
+from tally import check
 
-top_builddir = os.environ.get("top_builddir", ".")
-DRIVER = os.path.join(top_builddir, "tests", "model_bert_driver")
+DRIVER = harness.DRIVER
 # TFCORE_REF_BACKEND=cuda runs the same comparison on backend-cuda (fp32, no
 # TF32): tests/test_gpu_ref.sh does that on a machine with a GPU.
 REF_BACKEND = os.environ.get("TFCORE_REF_BACKEND") or "cpu"
@@ -66,27 +63,6 @@ except ImportError:
     pass
 
 STEPS = int(os.environ.get("TFCORE_REF_STEPS") or 10)
-LR = 1e-3
-WD = 0.01
-
-passed = 0
-failed = 0
-worst = {}
-
-
-def check(ok, what):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", what)
-    return ok
-
-
-def note_worst(kind, value, where):
-    if kind not in worst or value > worst[kind][0]:
-        worst[kind] = (value, where)
 
 
 def close_elementwise(a, b, tol, kind, where):
@@ -95,7 +71,7 @@ def close_elementwise(a, b, tol, kind, where):
     b = np.asarray(b, np.float64)
     if a.shape != b.shape:
         return check(False, "%s: shape %s vs transformers %s" % (where, a.shape, b.shape))
-    r = float(np.max(np.abs(a - b) / np.maximum(1.0, np.abs(b)))) if a.size else 0.0
+    r = rel_elementwise(a, b) if a.size else 0.0
     note_worst(kind, r, where)
     return check(r <= tol, "%s: relative error %.3g > %g" % (where, r, tol))
 
@@ -148,40 +124,19 @@ def center_qa(logits, task):
 
 
 def run_driver(cfg_text, batch, work, extra=(), save=None):
-    cfg = os.path.join(work, "run.cfg")
-    with open(cfg, "w") as f:
-        f.write(cfg_text)
-    bpath = os.path.join(work, "batch.safetensors")
-    save_file({k: np.ascontiguousarray(v, dtype=np.int32) for k, v in batch.items()}, bpath)
-    out = os.path.join(work, "out.safetensors")
-    cmd = [DRIVER, "--config", cfg, "--batch", bpath, "--out", out, "--backend", BACKEND,
-           "--model", MODEL, "--lr", str(LR), "--weight-decay", str(WD)] + list(extra)
-    if save:
-        cmd += ["--save", save]
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != 0:
-        check(False, "driver failed (%s): %s" % (" ".join(cmd), p.stderr.strip()))
-        return None, p.stderr
-    return load_file(out), p.stderr
-
-
-def torch_batch(batch):
-    return {k: torch.tensor(v, dtype=torch.long) for k, v in batch.items()}
+    """The driver on BACKEND and MODEL (a failure counts, with its command and
+    stderr): (its output tensors or None, its stderr)."""
+    args = ["--backend", BACKEND, "--model", MODEL] + list(extra) + (["--save", save] if save else [])
+    tf, p = harness.run_driver(work, cfg_text, batch, args)
+    if tf is None:
+        check(False, "driver failed (%s): %s" % (" ".join(p.args), p.stderr.strip()))
+    return tf, p.stderr
 
 
 def hf_logits(task, out, B):
     if task == "classification":
         return out.logits.detach().numpy()
     return torch.stack([out.start_logits, out.end_logits], -1).reshape(B, -1).detach().numpy()
-
-
-def adamw_for(model):
-    """Trainer's parameter groups: no decay on biases and LayerNorm parameters."""
-    decay, no_decay = [], []
-    for n, p in model.named_parameters():
-        (no_decay if ("bias" in n or "LayerNorm" in n) else decay).append(p)
-    return torch.optim.AdamW([{"params": decay, "weight_decay": WD},
-                              {"params": no_decay, "weight_decay": 0.0}], lr=LR, eps=1e-8)
 
 
 def compare_case(name, task, hf_cls, model, batch, tf, saved_dir, smoother=None):
@@ -246,29 +201,6 @@ def compare_case(name, task, hf_cls, model, batch, tf, saved_dir, smoother=None)
                       1e-4, "trained logits", name + " logits after %d steps" % STEPS)
 
 
-def make_batch(rng, task, V, B, S, lengths, S_for_labels=None, num_labels=2, pairs=True):
-    ids = np.zeros((B, S), np.int32)
-    types = np.zeros((B, S), np.int32)
-    mask = np.zeros((B, S), np.int32)
-    for r, n in enumerate(lengths):
-        ids[r, :n] = rng.integers(1, V, n)
-        mask[r, :n] = 1
-        if pairs and n > 3:
-            types[r, n // 2:n] = 1
-    batch = {"input_ids": ids, "token_type_ids": types, "attention_mask": mask}
-    if task == "classification":
-        batch["labels"] = rng.integers(0, num_labels, B).astype(np.int32)
-    else:
-        st = rng.integers(0, S, B).astype(np.int32)
-        en = np.minimum(st + rng.integers(0, 4, B), S - 1).astype(np.int32)
-        if B > 2:
-            st[-1] = S + 7   # clamped to S = ignore_index
-            en[-2] = -3      # clamped to 0
-        batch["start_positions"] = st
-        batch["end_positions"] = en
-    return batch
-
-
 CASES = [
     # name, task, config, num_labels, B, S, lengths
     ("cls-gelu", "classification",
@@ -293,21 +225,11 @@ CASES = [
 
 def random_case(work, idx, case):
     name, task, cfg, num_labels, B, S, lengths = case
-    torch.manual_seed(1000 + idx)
-    rng = np.random.default_rng(2000 + idx)
-    config = BertConfig(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
-                        num_labels=num_labels, **cfg)
     hf_cls = BertForSequenceClassification if task == "classification" else BertForQuestionAnswering
-    model = hf_cls(config)
-    # random-init biases are 0 and LayerNorms 1/0: perturb every parameter so
-    # the bias epilogues, LayerNorm affine terms and biases are really tested
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(0.05 * torch.randn_like(p))
-    hf_dir = os.path.join(work, name, "hf")
-    model.save_pretrained(hf_dir)
+    model = perturbed_model(hf_cls, cfg, num_labels, 1000 + idx)
+    rng = np.random.default_rng(2000 + idx)
+    cfg_text = save_for_driver(model, os.path.join(work, name), task)
     batch = make_batch(rng, task, cfg["vocab_size"], B, S, lengths, num_labels=num_labels)
-    cfg_text = 'model = { pretrained = "%s"; task = "%s"; };\n' % (hf_dir, task)
     tf_dir = os.path.join(work, name, "tf")
     tf, log = run_driver(cfg_text, batch, os.path.join(work, name),
                          ["--steps", str(STEPS)], save=tf_dir)
@@ -369,19 +291,11 @@ def label_smoothing_case(work):
 
     # tfcore's classification head against the model's logits through LabelSmoother
     name, task, cfg, num_labels, B, S, lengths = CASES[0]
-    torch.manual_seed(1000)
+    model = perturbed_model(BertForSequenceClassification, cfg, num_labels, 1000)
     rng = np.random.default_rng(2000)
-    config = BertConfig(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
-                        num_labels=num_labels, **cfg)
-    model = BertForSequenceClassification(config)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(0.05 * torch.randn_like(p))
     sname = name + "-smoothed"
-    hf_dir = os.path.join(work, sname, "hf")
-    model.save_pretrained(hf_dir)
+    cfg_text = save_for_driver(model, os.path.join(work, sname), task)
     batch = make_batch(rng, task, cfg["vocab_size"], B, S, lengths, num_labels=num_labels)
-    cfg_text = 'model = { pretrained = "%s"; task = "%s"; };\n' % (hf_dir, task)
     tf_dir = os.path.join(work, sname, "tf")
     tf, _ = run_driver(cfg_text, batch, os.path.join(work, sname),
                        ["--steps", str(STEPS), "--label-smoothing", str(eps)], save=tf_dir)
@@ -392,18 +306,10 @@ def label_smoothing_case(work):
     # tfcore's QA model refuses it (the Trainer would silently not apply it)
     name, task, cfg, num_labels, B, S, lengths = CASES[2]
     qdir = os.path.join(work, "qa-smoothed")
-    qa = BertForQuestionAnswering(BertConfig(**cfg))
-    qa.save_pretrained(os.path.join(qdir, "hf"))
+    cfg_text = save_for_driver(BertForQuestionAnswering(BertConfig(**cfg)), qdir, task)
     batch = make_batch(rng, task, cfg["vocab_size"], B, S, lengths)
-    cfg_text = 'model = { pretrained = "%s"; task = "%s"; };\n' % (os.path.join(qdir, "hf"), task)
-    with open(os.path.join(qdir, "run.cfg"), "w") as f:
-        f.write(cfg_text)
-    save_file({k: np.ascontiguousarray(v, dtype=np.int32) for k, v in batch.items()},
-              os.path.join(qdir, "batch.safetensors"))
-    p = subprocess.run([DRIVER, "--config", os.path.join(qdir, "run.cfg"), "--batch",
-                        os.path.join(qdir, "batch.safetensors"), "--out",
-                        os.path.join(qdir, "out.safetensors"), "--backend", BACKEND, "--model",
-                        MODEL, "--label-smoothing", str(eps)], capture_output=True, text=True)
+    _, p = harness.run_driver(qdir, cfg_text, batch, ["--backend", BACKEND, "--model", MODEL,
+                                                      "--label-smoothing", str(eps)])
     check(p.returncode != 0 and "does not apply to question answering" in p.stderr,
           "QA with label smoothing refused with one line (got exit %d: %s)"
           % (p.returncode, p.stderr.strip()))
@@ -520,11 +426,7 @@ def main():
         label_smoothing_case(work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    for kind in sorted(worst):
-        v, where = worst[kind]
-        print("worst %-15s %.3g (%s)" % (kind + ":", v, where))
-    print("model_bert_vs_hf: %d passed, %d failed" % (passed, failed))
-    return 0 if failed == 0 else 1
+    return harness.report("model_bert_vs_hf", lambda kind: "%-15s" % (kind + ":"))
 
 
 if __name__ == "__main__":

@@ -35,19 +35,8 @@ from safetensors import safe_open
 import safetensors.numpy as stnp
 import safetensors.torch as stt
 
-passed = 0
-failed = 0
-
-
-def check(ok, what):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", what)
-    return ok
-
+import tally
+from tally import check
 
 def crc(b):
     return zlib.crc32(b) & 0xFFFFFFFF
@@ -379,9 +368,9 @@ def main():
         check_bad_and_odd(tool, tmp)
         ntensors = check_checkpoint(tool, tmp)
 
-    print(f"safetensors_vs_hf: {passed} passed, {failed} failed "
+    print(f"safetensors_vs_hf: {tally.passed} passed, {tally.failed} failed "
           f"(incl. the {ntensors}-tensor all-MiniLM-L6-v2 checkpoint)")
-    return 0 if failed == 0 else 1
+    return 0 if tally.failed == 0 else 1
 
 
 if __name__ == "__main__":

@@ -18,20 +18,11 @@ import torch
 from safetensors.torch import load_file, save_file
 from transformers import BertConfig, BertForSequenceClassification
 
+import tally
+from tally import check
+
 top_builddir = os.environ["top_builddir"]
 tfcore = os.path.join(top_builddir, "core", "tfcore")
-passed = failed = 0
-
-
-def check(ok, what):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", what)
-
-
 tmp = tempfile.mkdtemp(prefix="tfcore-sharded-")
 try:
     torch.manual_seed(7)
@@ -113,5 +104,5 @@ try:
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
 
-print("sharded_safetensors_vs_hf: %d passed, %d failed" % (passed, failed))
-sys.exit(1 if failed else 0)
+print("sharded_safetensors_vs_hf: %d passed, %d failed" % (tally.passed, tally.failed))
+sys.exit(1 if tally.failed else 0)

@@ -34,6 +34,11 @@ import sys
 import tempfile
 import unicodedata
 
+import tally
+from tally import check
+
+tally.show_at_most = 30
+
 NAME = "squad_eval_vs_hf"
 
 try:
@@ -45,20 +50,6 @@ except ImportError:  # removed in transformers 5.0: the reference is gone, not e
     sys.exit(77)
 top_builddir = os.environ.get("top_builddir", ".")
 TFCORE = os.environ.get("TFCORE_BIN", os.path.join(top_builddir, "core", "tfcore"))
-
-passed = 0
-failed = 0
-
-
-def check(ok, what):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        if failed <= 30:
-            print(f"FAIL: {what}")
-
 
 # ---- the official scripts, around transformers' copies of their functions ----
 
@@ -462,8 +453,8 @@ def main():
     else:
         unicode_tests(lib)
         repr_tests(lib)
-    print(f"{NAME}: {passed} passed, {failed} failed")
-    return 0 if failed == 0 else 1
+    print(f"{NAME}: {tally.passed} passed, {tally.failed} failed")
+    return 0 if tally.failed == 0 else 1
 
 
 if __name__ == "__main__":

