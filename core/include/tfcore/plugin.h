@@ -17,7 +17,7 @@ extern "C" {
 
 #define TF_PLUGIN_MAGIC 0x31504654u /* "TFP1" read as a little-endian uint32 */
 #define TF_ABI_MAJOR 1
-#define TF_ABI_MINOR 4
+#define TF_ABI_MINOR 5
 
 /* The kinds of plugin. Values are part of the ABI. */
 typedef enum tf_plugin_kind {
