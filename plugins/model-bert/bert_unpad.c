@@ -20,8 +20,8 @@
  * b has elements [s*H, (s+1)*H) of its row in both layouts, so drawing each
  * packed row as one dropout row of len_b*H elements gives it the padded
  * layout's bits (one dropout_varlen_fwd call, ABI 1.5, or one dropout_fwd_ex
- * call per row on an older backend); attention's indices (head, query, key) do not depend on the
- * padded length. Unpadded == padded with dropout on, bit for bit in the masks.
+ * call per row on an older backend); attention's indices (head, query, key)
+ * do not depend on the padded length. Unpadded == padded with dropout on, bit for bit in the masks.
  * Without set_rows (set_step: the 1.0 whole-tensor stream, or a backend
  * without the 1.3 slots) the padded layout's element index counts padding
  * too, so the packed tensor draws other (equally distributed) masks.
