@@ -38,7 +38,8 @@ def padded(rows, pad=0):
 
 def main():
     L, H, A, I, B, S, lo, steps, warmup = map(int, sys.argv[1:10])
-    torch.set_num_threads(os.cpu_count())
+    # THREADS (bench/unpad_vs_torch.sh): the same thread count as tfcore's run
+    torch.set_num_threads(int(os.environ.get("THREADS") or 0) or os.cpu_count())
     torch.manual_seed(0)
     cfg = BertConfig(hidden_size=H, num_hidden_layers=L, num_attention_heads=A, intermediate_size=I,
                      vocab_size=30522, max_position_embeddings=512)

@@ -15,7 +15,10 @@
 # share of the cores a run got, CPU time the work it did); medians over the
 # rounds reported.
 #   bench/unpad_vs_torch.sh [ROUNDS] [STEPS] [MIN_LEN]   (default 3 rounds of 8 steps, 64;
-#   WARMUP warm-up steps before each timing, default 2)
+#   WARMUP warm-up steps before each timing, default 2; THREADS: threads of
+#   every run, default all cores: THREADS=1 measures the work on a loaded
+#   machine, where two threads' CPU time counts the OpenMP spinning while a
+#   partner thread is descheduled)
 # Run from the build tree's top (where core/tfcore is). The peer's Python is
 # $TFCORE_PYTHON (torch and transformers; the Trainer's sampler needs
 # transformers >= 4).
@@ -29,6 +32,8 @@ rounds="${1:-3}"
 steps="${2:-8}"
 minlen="${3:-64}"
 warmup="${WARMUP:-2}"
+threads="${THREADS:-0}" # 0: backend-cpu's default (every core), torch's os.cpu_count()
+export THREADS="$threads"
 B=16
 S=512
 tmp=$(mktemp -d)
@@ -47,7 +52,7 @@ model = { plugin = "bert"; preset = "bert-mini"; task = "classification"; num_la
 data = { plugin = "synthetic"; task = "classification"; num_labels = 2; seq_len = $S;
          min_length = $minlen; padding = "$padding"; num_examples = 4096; eval_examples = 0;
          learnable = false; };
-backend = { plugin = "cpu"; };
+backend = { plugin = "cpu"; threads = $threads; };
 training = { per_device_train_batch_size = $B; learning_rate = 5e-5; };
 CFG
     done
@@ -61,6 +66,7 @@ echo "date:    $(date -u +%Y-%m-%dT%H:%MZ)"
 echo "peer:    $("$py" -c 'import torch, transformers; print("torch", torch.__version__, "+ transformers", transformers.__version__)')"
 echo "load:    $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15-minute load averages at the start)"
 echo "rows:    batch $B, seq_len $S, lengths uniform in [$minlen, $S]; $rounds rounds x $steps steps after $warmup warm-up"
+echo "threads: $([ "$threads" = 0 ] && echo "every core" || echo "$threads")"
 echo
 row() { # NAME METRIC(sps|cpu) FORMAT: one table row from the rounds' medians
     local name=$1 k=$2 p l u t r1 r2 r3

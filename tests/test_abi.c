@@ -139,6 +139,11 @@ _Static_assert(offsetof(tf_attention_varlen_desc, size) == 0 && offsetof(tf_atte
                    offsetof(tf_attention_varlen_desc, row_first) == 64 &&
                    offsetof(tf_attention_varlen_desc, row_stride) == 72 && sizeof(tf_attention_varlen_desc) == 80,
                "tf_attention_varlen_desc at ABI 1.4");
+/* ABI 1.5 */
+SLOT_AT(tf_backend_vtable, dropout_varlen_fwd, 51);
+_Static_assert(offsetof(tf_dropout_varlen_desc, size) == 0 && offsetof(tf_dropout_varlen_desc, drop) == 8 &&
+                   offsetof(tf_dropout_varlen_desc, cu_seqlens) == 96 && sizeof(tf_dropout_varlen_desc) == 104,
+               "tf_dropout_varlen_desc at ABI 1.5");
 
 SLOT_AT(tf_model_vtable, check_config, 0);
 SLOT_AT(tf_model_vtable, create, 1);

@@ -1355,23 +1355,37 @@ START_TEST(unpadded_matches_padded)
                                " max_position_embeddings = 16; num_labels = 3;"
                                " hidden_dropout_prob = %s; attention_probs_dropout_prob = %s;",
                                V, drop ? "0.2" : "0.0", drop ? "0.2" : "0.0");
-        fixture u, p;
+        fixture u, p, r;
         create_ok(fmt("model = { %s };", body), 6, 10, 7, &u);
         create_ok(fmt("model = { %s unpad = false; };", body), 6, 10, 7, &p);
+        /* a 1.4 backend (no dropout_varlen_fwd): one dropout call per row, the same bits */
+        tf_backend_vtable v14 = *bk;
+        v14.size = (uint32_t)offsetof(tf_backend_vtable, dropout_varlen_fwd);
+        const tf_backend_vtable *bk15 = bk;
+        bk = &v14;
+        create_ok(fmt("model = { %s };", body), 6, 10, 7, &r);
+        bk = bk15;
         test_batch tb;
         ragged_batch(&tb);
-        tf_model_buffers bu, bp;
+        tf_model_buffers bu, bp, br;
         mv->buffers(u.m, &bu);
         mv->buffers(p.m, &bp);
+        mv->buffers(r.m, &br);
         tf_error err = {0};
         for (int step = 0; step < 3; step++) {
-            tf_model_output ou, op;
+            tf_model_output ou, op, orow;
             mv->set_rows(u.m, 1, 6 * (uint64_t)step, 1);
             mv->set_rows(p.m, 1, 6 * (uint64_t)step, 1);
+            mv->set_rows(r.m, 1, 6 * (uint64_t)step, 1);
             ck_assert_int_eq(mv->zero_grad(u.m, &err), TF_OK);
             ck_assert_int_eq(mv->zero_grad(p.m, &err), TF_OK);
+            ck_assert_int_eq(mv->zero_grad(r.m, &err), TF_OK);
             ck_assert_msg(mv->forward(u.m, &tb.b, true, &ou, &err) == TF_OK, "%s", err.msg);
             ck_assert_msg(mv->forward(p.m, &tb.b, true, &op, &err) == TF_OK, "%s", err.msg);
+            ck_assert_msg(mv->forward(r.m, &tb.b, true, &orow, &err) == TF_OK, "%s", err.msg);
+            ck_assert_msg(memcmp(ou.logits, orow.logits, 6 * 3 * sizeof(float)) == 0,
+                          "dropout %d step %d: dropout_varlen_fwd drew other masks than per-row calls", drop, step);
+            ck_assert_msg(mv->backward(r.m, 1.0f, NULL, NULL, &err) == TF_OK, "%s", err.msg);
             double lr = max_rel(ou.logits, op.logits, 6 * 3);
             ck_assert_msg(lr <= 1e-5, "dropout %d step %d: logits differ by %g relative", drop, step, lr);
             ck_assert_msg(fabs(ou.loss - op.loss) <= 1e-5 * fabs(op.loss), "loss %g vs %g", ou.loss, op.loss);
@@ -1379,9 +1393,11 @@ START_TEST(unpadded_matches_padded)
             ck_assert_msg(mv->backward(p.m, 1.0f, NULL, NULL, &err) == TF_OK, "%s", err.msg);
             double gr = max_rel(bu.grads, bp.grads, bu.n);
             ck_assert_msg(gr <= 1e-5, "dropout %d step %d: gradients differ by %g relative", drop, step, gr);
+            ck_assert_int_eq(memcmp(bu.grads, br.grads, bu.n * sizeof(float)), 0);
             for (size_t i = 0; i < bu.n; i++) { /* SGD, lr 0.5: the next step sees new weights */
                 bu.params[i] -= 0.5f * bu.grads[i];
                 bp.params[i] -= 0.5f * bp.grads[i];
+                br.params[i] -= 0.5f * br.grads[i];
             }
         }
         double pr = max_rel(bu.params, bp.params, bu.n);
@@ -1408,6 +1424,7 @@ START_TEST(unpadded_matches_padded)
         bk = saved;
         fixture_free(&u);
         fixture_free(&p);
+        fixture_free(&r);
     }
 }
 END_TEST

@@ -26,8 +26,11 @@
  * The varlen slots (ABI 1.4) run the same code per (sequence, head) with
  * S = the sequence's own length, its rows from cu_seqlens[b] of the packed
  * qkv/out, no mask, and its probabilities and keep bits packed [len, len]
- * at the start of the (b, h) block of the same save layout (seq = the
- * longest length allowed).
+ * one block after the other: (b, h) at heads * sum_{b' < b} len_b'² + h * len_b²
+ * of the probs and of the keep region (each where the padded layout has it,
+ * seq = the longest length allowed). Packed blocks keep the memory a batch
+ * touches contiguous: the next batch reuses its pages instead of faulting in
+ * the parts of [S, S] blocks a longer sequence reaches.
  * The dropout mask of element (b, h, i, j) is that of global row
  * g = row_first + b * row_stride, element (h * 2^16 + i) * 2^16 + j
  * (tfcore/backend.h "Dropout masks"; the 1.0 slots use row_first 0, stride 1). */
@@ -168,13 +171,22 @@ typedef struct attn_seq {
     size_t row0;
     int S;
     const int32_t *mrow;
+    size_t save0; /* its head 0 block in probs and keep; head h's is save0 + h * S * S */
 } attn_seq;
 
 static attn_seq seq_of(const attn_ctx *c, int b)
 {
-    if (c->cu) return (attn_seq){(size_t)c->cu[b], c->cu[b + 1] - c->cu[b], NULL};
+    if (c->cu) {
+        size_t before = 0; /* the earlier sequences' blocks, O(batch) per task */
+        for (int j = 0; j < b; j++) {
+            size_t len = (size_t)(c->cu[j + 1] - c->cu[j]);
+            before += len * len;
+        }
+        return (attn_seq){(size_t)c->cu[b], c->cu[b + 1] - c->cu[b], NULL, before * (size_t)c->d->heads};
+    }
     int S = c->d->seq;
-    return (attn_seq){(size_t)b * S, S, c->mask ? c->mask + (size_t)b * S : NULL};
+    return (attn_seq){(size_t)b * S, S, c->mask ? c->mask + (size_t)b * S : NULL,
+                      (size_t)b * (size_t)c->d->heads * (size_t)S * (size_t)S};
 }
 
 static void attention_fwd_head(const attn_ctx *c, int bh, float *out, float *scratch)
@@ -188,9 +200,9 @@ static void attention_fwd_head(const attn_ctx *c, int bh, float *out, float *scr
     const float *k = q + H, *v = q + 2 * H;                        /* [S, hd], ld 3H */
     float *o = out + sq.row0 * H + (size_t)h * hd;                  /* [S, hd], ld H */
     const int32_t *mrow = sq.mrow;                                  /* [S] or NULL */
-    size_t block = (size_t)d->seq * d->seq;                         /* save per (b, h) */
-    float *ph = c->probs ? c->probs + (size_t)bh * block : NULL;    /* [S, S] */
-    uint8_t *kh = c->keep ? c->keep + (size_t)bh * block : NULL;    /* [S, S] */
+    size_t at = sq.save0 + (size_t)h * S * S;                       /* its save block */
+    float *ph = c->probs ? c->probs + at : NULL;                    /* [S, S] */
+    uint8_t *kh = c->keep ? c->keep + at : NULL;                    /* [S, S] */
     int L = live_keys(mrow, S);
     for (int r0 = 0; r0 < S; r0 += c->rows_per_block) {
         int rb = S - r0 < c->rows_per_block ? S - r0 : c->rows_per_block;
@@ -287,9 +299,9 @@ static void attention_bwd_head(const attn_ctx *c, int bh, const float *dout, flo
     const float *q = c->qkv + head_off, *k = q + H, *v = q + 2 * H; /* [S, hd], ld 3H */
     float *dq = dqkv + head_off, *dk = dq + H, *dv = dq + 2 * H;    /* [S, hd], ld 3H */
     const float *dO = dout + sq.row0 * H + (size_t)h * hd;           /* [S, hd], ld H */
-    size_t block = (size_t)d->seq * d->seq;                          /* save per (b, h) */
-    const float *ph = c->probs + (size_t)bh * block;                 /* [S, S] */
-    const uint8_t *kh = c->keep ? c->keep + (size_t)bh * block : NULL; /* [S, S] */
+    size_t at = sq.save0 + (size_t)h * S * S;                        /* its save block */
+    const float *ph = c->probs + at;                                 /* [S, S] */
+    const uint8_t *kh = c->keep ? c->keep + at : NULL;               /* [S, S] */
     int L = live_keys(sq.mrow, S);
     for (int r0 = 0; r0 < S; r0 += c->rows_per_block) {
         int rb = S - r0 < c->rows_per_block ? S - r0 : c->rows_per_block;

@@ -300,6 +300,7 @@ static const tf_backend_vtable cpu_vtable = {
     .adafactor = cpu_adafactor,
     .attention_varlen_fwd = cpu_attention_varlen_fwd,
     .attention_varlen_bwd = cpu_attention_varlen_bwd,
+    .dropout_varlen_fwd = cpu_dropout_varlen_fwd,
 };
 
 /* `tfcore plugins` shows this line; whether this CPU has the bf16 GEMMs is

@@ -228,6 +228,8 @@ tf_status cpu_dropout_bwd(tf_backend *be, tf_stream *s, const void *dy, const ui
                           void *dx, size_t n, float p, tf_dtype dt, tf_error *err);
 tf_status cpu_dropout_fwd_ex(tf_backend *be, tf_stream *s, const tf_dropout_desc *d,
                              tf_error *err);
+tf_status cpu_dropout_varlen_fwd(tf_backend *be, tf_stream *s, const tf_dropout_varlen_desc *d,
+                                 tf_error *err);
 
 /* elementwise.c */
 tf_status cpu_add(tf_backend *be, tf_stream *s, const void *a, const void *b, void *y, size_t n,

@@ -184,6 +184,7 @@ typedef struct bert_acts {
     int32_t *cu;        /* [max_rows+1] cu_seqlens: row b is tokens [cu[b], cu[b+1]) */
     int32_t *packed_ids;   /* [max_rows*max_seq] input_ids of the real tokens */
     int32_t *packed_types; /* [max_rows*max_seq] token_type_ids of the real tokens */
+    int32_t *packed_pos;   /* [max_rows*max_seq] position ids of the real tokens (0..len-1 per row) */
     void *cls;          /* [B, H] each row's first token of the encoder output (pooler input) */
     /* scratch shared by all layers */
     void *tmp;          /* [N, H] a dense output before its residual LayerNorm */

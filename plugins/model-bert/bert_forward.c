@@ -90,6 +90,7 @@ size_t bert_acts_plan(tf_model *m, char *base)
     x->cu = take(&a, (B + 1) * sizeof(int32_t));
     x->packed_ids = take(&a, N * sizeof(int32_t));
     x->packed_types = take(&a, N * sizeof(int32_t));
+    x->packed_pos = take(&a, N * sizeof(int32_t));
     x->cls = c->task == TF_TASK_CLASSIFICATION ? take(&a, B * H * es) : NULL;
     x->tmp = take(&a, N * H * es);
     x->dA = take(&a, N * H * es);

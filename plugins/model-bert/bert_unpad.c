@@ -19,8 +19,9 @@
  * (global row, element within the row). A real token at position s of row
  * b has elements [s*H, (s+1)*H) of its row in both layouts, so drawing each
  * packed row as one dropout row of len_b*H elements gives it the padded
- * layout's bits; attention's indices (head, query, key) do not depend on the
- * padded length. Unpadded == padded with dropout on, bit for bit in the masks.
+ * layout's bits (one dropout_varlen_fwd call, ABI 1.5, or one dropout_fwd_ex
+ * call per row on an older backend); attention's indices (head, query, key)
+ * do not depend on the padded length. Unpadded == padded with dropout on, bit for bit in the masks.
  * Without set_rows (set_step: the 1.0 whole-tensor stream, or a backend
  * without the 1.3 slots) the padded layout's element index counts padding
  * too, so the packed tensor draws other (equally distributed) masks.
@@ -63,6 +64,9 @@ tf_status bert_unpad_begin(tf_model *m, const tf_batch *b, tf_error *err)
     if (cu[B] == B * S) return TF_OK; /* no padding: the layouts are the same */
     bert_acts *x = &m->acts;
     BERT_TRY(bert_copy(m, x->cu, cu, (size_t)(B + 1) * sizeof *cu, TF_COPY_HOST_TO_DEVICE, err));
+    for (int r = 0; r < B; r++) /* the mask is read: its staging holds the packed positions */
+        for (int j = cu[r]; j < cu[r + 1]; j++) hm[j] = j - cu[r];
+    BERT_TRY(bert_copy(m, x->packed_pos, hm, (size_t)cu[B] * sizeof *hm, TF_COPY_HOST_TO_DEVICE, err));
     const int32_t *types = b->token_type_ids ? b->token_type_ids : x->zeros;
     for (int r = 0; r < B; r++) {
         size_t n = (size_t)(cu[r + 1] - cu[r]) * sizeof(int32_t);
@@ -83,7 +87,24 @@ tf_status bert_dropout_tokens(tf_model *m, int site, const void *x, void *y, uin
     if (!m->packed) return bert_dropout(m, site, x, y, keep, m->rows, (size_t)m->seq * H, p, err);
     if (!m->drop_by_row) /* one stream over the packed tensor (see the top) */
         return bert_dropout(m, site, x, y, keep, 1, (size_t)m->tokens * H, p, err);
-    const int32_t *cu = m->host_cu;
+    if (TF_HAS(m->bk, dropout_varlen_fwd)) { /* one call: each row drawn as one dropout row */
+        tf_dropout_varlen_desc d = {.size = sizeof d,
+                                    .drop = {.size = sizeof d.drop,
+                                             .x = x,
+                                             .y = y,
+                                             .keep = keep,
+                                             .rows = (size_t)m->rows,
+                                             .row_elems = H,
+                                             .p = p,
+                                             .dt = m->dt,
+                                             .seed = bert_dropout_seed(m, site),
+                                             .offset = m->drop_offset,
+                                             .row_first = m->drop_first,
+                                             .row_stride = m->drop_stride},
+                                    .cu_seqlens = m->acts.cu};
+        return m->bk->dropout_varlen_fwd(m->be, NULL, &d, err);
+    }
+    const int32_t *cu = m->host_cu; /* a backend before ABI 1.5: one call per row */
     for (int r = 0; r < m->rows; r++) {
         const size_t at = (size_t)cu[r] * H;
         tf_dropout_desc d = {.size = sizeof d,
@@ -103,30 +124,17 @@ tf_status bert_dropout_tokens(tf_model *m, int site, const void *x, void *y, uin
     return TF_OK;
 }
 
-/* Row r's tokens: first token and count, in either layout. */
-static void row_span(const tf_model *m, int r, size_t *first, int *len)
-{
-    if (m->packed) {
-        *first = (size_t)m->host_cu[r];
-        *len = m->host_cu[r + 1] - m->host_cu[r];
-    } else {
-        *first = (size_t)r * m->seq;
-        *len = m->seq;
-    }
-}
-
 tf_status bert_positions_fwd(tf_model *m, void *emb_sum, tf_error *err)
 {
     const bert_config *c = &m->cfg;
     const int H = c->hidden_size;
-    for (int r = 0; r < m->rows; r++) { /* position_ids = 0..len-1 in every row */
-        size_t first;
-        int len;
-        row_span(m, r, &first, &len);
-        BERT_TRY(m->bk->embedding_fwd(m->be, NULL, m->acts.pos_ids, len, bert_p(m, m->lay.pos),
+    if (m->packed) /* every row's 0..len-1, packed (bert_unpad_begin) */
+        return m->bk->embedding_fwd(m->be, NULL, m->acts.packed_pos, m->tokens, bert_p(m, m->lay.pos),
+                                    c->max_position_embeddings, H, emb_sum, true, m->dt, err);
+    for (int r = 0; r < m->rows; r++) /* position_ids = 0..seq-1 in every row */
+        BERT_TRY(m->bk->embedding_fwd(m->be, NULL, m->acts.pos_ids, m->seq, bert_p(m, m->lay.pos),
                                       c->max_position_embeddings, H,
-                                      bert_at(m, emb_sum, first * H), true, m->dt, err));
-    }
+                                      bert_at(m, emb_sum, (size_t)r * m->seq * H), true, m->dt, err));
     return TF_OK;
 }
 
@@ -134,14 +142,13 @@ tf_status bert_positions_bwd(tf_model *m, const void *dx, tf_error *err)
 {
     const bert_config *c = &m->cfg;
     const int H = c->hidden_size;
-    for (int r = 0; r < m->rows; r++) {
-        size_t first;
-        int len;
-        row_span(m, r, &first, &len);
-        BERT_TRY(m->bk->embedding_bwd(m->be, NULL, m->acts.pos_ids, len,
-                                      bert_at(m, (void *)dx, first * H), m->dt,
+    if (m->packed) /* the tokens in row order: each position's sum in the per-row order */
+        return m->bk->embedding_bwd(m->be, NULL, m->acts.packed_pos, m->tokens, dx, m->dt,
+                                    bert_g(m, m->lay.pos), c->max_position_embeddings, H, err);
+    for (int r = 0; r < m->rows; r++)
+        BERT_TRY(m->bk->embedding_bwd(m->be, NULL, m->acts.pos_ids, m->seq,
+                                      bert_at(m, (void *)dx, (size_t)r * m->seq * H), m->dt,
                                       bert_g(m, m->lay.pos), c->max_position_embeddings, H, err));
-    }
     return TF_OK;
 }
 

@@ -378,6 +378,67 @@ START_TEST(test_attention_rows)
 }
 END_TEST
 
+/* ABI 1.4 varlen: packed sequences give each sequence's rows of the padded
+ * slots (right padding, the same global rows: bit for bit on backend-cpu),
+ * forward and backward with dropout; their saved probabilities and keep bits
+ * are packed block after block from the start of each region, so a batch
+ * touches heads * sum len² of them and nothing past it. */
+START_TEST(test_attention_varlen)
+{
+    enum { B = 3, S = 24, nh = 2, hd = 8, H = nh * hd };
+    const int32_t cu[B + 1] = {0, 5, 29, 30}; /* lengths 5, 24 (full), 1 */
+    const int T = cu[B];
+    size_t np = (size_t)B * nh * S * S, pnq = (size_t)B * S * 3 * H, pno = (size_t)B * S * H;
+    float *pq = falloc(pnq), *pout = falloc(pno), *pdout = falloc(pno), *pdq = falloc(pnq);
+    float *q = falloc((size_t)T * 3 * H), *out = falloc((size_t)T * H), *dout = falloc((size_t)T * H),
+          *dq = falloc((size_t)T * 3 * H);
+    int32_t mask[B * S];
+    tf_test_fill(pq, pnq, -1, 1);
+    tf_test_fill(pdout, pno, -1, 1);
+    for (int b = 0; b < B; b++) { /* sequence b: the first len_b rows of padded row b */
+        int len = cu[b + 1] - cu[b];
+        for (int j = 0; j < S; j++) mask[b * S + j] = j < len;
+        /* no gradient reaches a padding query (as in the model) */
+        memset(pdout + ((size_t)b * S + len) * H, 0, (size_t)(S - len) * H * sizeof *pdout);
+        memcpy(q + (size_t)cu[b] * 3 * H, pq + (size_t)b * S * 3 * H, (size_t)len * 3 * H * sizeof *q);
+        memcpy(dout + (size_t)cu[b] * H, pdout + (size_t)b * S * H, (size_t)len * H * sizeof *dout);
+    }
+    tf_attention_desc d = {B, S, nh, hd, 0.35f, 0.2f, 17, 4ull << 32, TF_DTYPE_F32, TF_MATMUL_FP32};
+    void *psave = alloc_save(be, &d), *save = alloc_save(be, &d);
+    memset(save, 0xff, vt->attention_save_bytes(be, &d)); /* NaN floats, keep bytes 0xff */
+    ck_assert_int_eq(vt->attention_fwd_ex(be, NULL, &d, 8, 2, pq, mask, pout, psave, true, &err), TF_OK);
+    ck_assert_int_eq(vt->attention_bwd_ex(be, NULL, &d, 8, 2, pq, mask, pout, psave, pdout, pdq, &err), TF_OK);
+    tf_attention_varlen_desc vd = {.size = sizeof vd, .attn = d, .cu_seqlens = cu, .row_first = 8, .row_stride = 2};
+    ck_assert_int_eq(vt->attention_varlen_fwd(be, NULL, &vd, q, out, save, true, &err), TF_OK);
+    ck_assert_int_eq(vt->attention_varlen_bwd(be, NULL, &vd, q, out, save, dout, dq, &err), TF_OK);
+    for (int b = 0; b < B; b++) {
+        int len = cu[b + 1] - cu[b];
+        ck_assert_int_eq(memcmp(out + (size_t)cu[b] * H, pout + (size_t)b * S * H, (size_t)len * H * sizeof *out), 0);
+        ck_assert_int_eq(memcmp(dq + (size_t)cu[b] * 3 * H, pdq + (size_t)b * S * 3 * H,
+                                (size_t)len * 3 * H * sizeof *dq),
+                         0);
+    }
+    /* packed save: heads * sum len² probabilities and keep bits, the rest untouched */
+    size_t used = 0;
+    for (int b = 0; b < B; b++) used += (size_t)nh * (cu[b + 1] - cu[b]) * (cu[b + 1] - cu[b]);
+    const float *probs = save;
+    const uint8_t *keep = (const uint8_t *)(probs + np);
+    for (size_t i = 0; i < np; i++) {
+        ck_assert_msg((i < used) == !isnan(probs[i]), "probability %zu of %zu (%zu used)", i, np, used);
+        ck_assert_msg((i < used) == (keep[i] <= 1), "keep bit %zu of %zu (%zu used)", i, np, used);
+    }
+    /* one thread: the same bits */
+    float *out1 = falloc((size_t)T * H), *dq1 = falloc((size_t)T * 3 * H);
+    void *save1 = alloc_save(be1, &d);
+    ck_assert_int_eq(vt->attention_varlen_fwd(be1, NULL, &vd, q, out1, save1, true, &err), TF_OK);
+    ck_assert_int_eq(vt->attention_varlen_bwd(be1, NULL, &vd, q, out1, save1, dout, dq1, &err), TF_OK);
+    ck_assert_int_eq(memcmp(out, out1, (size_t)T * H * sizeof *out), 0);
+    ck_assert_int_eq(memcmp(dq, dq1, (size_t)T * 3 * H * sizeof *dq), 0);
+    free(pq), free(pout), free(pdout), free(pdq), free(q), free(out), free(dout), free(dq), free(out1), free(dq1);
+    vt->free(be, psave, TF_MEM_DEVICE), vt->free(be, save, TF_MEM_DEVICE), vt->free(be1, save1, TF_MEM_DEVICE);
+}
+END_TEST
+
 int main(void)
 {
     const tf_test_case cases[] = {
@@ -387,6 +448,7 @@ int main(void)
         {"attention_dropout", test_attention_dropout},
         {"attention_errors", test_attention_errors},
         {"attention_rows", test_attention_rows},
+        {"attention_varlen", test_attention_varlen},
     };
     return backend_cpu_main("backend_cpu_attention", cases, TF_TEST_COUNT(cases));
 }

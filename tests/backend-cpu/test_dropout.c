@@ -159,6 +159,75 @@ START_TEST(test_dropout_rows)
 }
 END_TEST
 
+/* ABI 1.5: packed sequences in one call draw what one dropout_fwd_ex row per
+ * sequence draws (the padded layout's bits for the real tokens), on any
+ * thread count, with empty sequences and lengths that straddle the threads'
+ * pieces and Philox counters. */
+START_TEST(test_dropout_varlen)
+{
+    const size_t E = 13; /* elements per token: odd, so counters straddle tokens */
+    const int32_t cu[] = {0, 7, 7, 100, 101, 163, 400};
+    const size_t rows = 6, T = 400, n = T * E;
+    float *x = falloc(n), *y = falloc(n), *y1 = falloc(n), *want_y = falloc(n);
+    uint8_t *keep = malloc(n), *keep1 = malloc(n), *want = malloc(n);
+    tf_test_fill(x, n, -1, 1);
+    float p = 0.25f;
+    tf_dropout_varlen_desc vd = {.size = sizeof vd,
+                                 .drop = {.size = sizeof vd.drop, .x = x, .y = y, .keep = keep, .rows = rows,
+                                          .row_elems = E, .p = p, .dt = TF_DTYPE_F32, .seed = 11,
+                                          .offset = 2ull << 32, .row_first = 40, .row_stride = 3},
+                                 .cu_seqlens = cu};
+    ck_assert_int_eq(vt->dropout_varlen_fwd(be, NULL, &vd, &err), TF_OK);
+    for (size_t b = 0; b < rows; b++) { /* sequence b alone: one dropout_fwd_ex row */
+        size_t at = (size_t)cu[b] * E, len = (size_t)(cu[b + 1] - cu[b]) * E;
+        tf_dropout_desc d = {.size = sizeof d, .x = x + at, .y = want_y + at, .keep = want + at, .rows = 1,
+                             .row_elems = len, .p = p, .dt = TF_DTYPE_F32, .seed = 11, .offset = 2ull << 32,
+                             .row_first = 40 + 3 * b, .row_stride = 1};
+        ck_assert_int_eq(vt->dropout_fwd_ex(be, NULL, &d, &err), TF_OK);
+    }
+    ck_assert_int_eq(memcmp(keep, want, n), 0);
+    ck_assert_int_eq(memcmp(y, want_y, n * sizeof *y), 0);
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++) kept += keep[i];
+    ck_assert_msg(fabs((double)kept / n - 0.75) < 0.03, "keep rate %g", (double)kept / n);
+    /* one thread, in place */
+    memcpy(y1, x, n * sizeof *x);
+    tf_dropout_varlen_desc v1 = vd;
+    v1.drop.x = y1, v1.drop.y = y1, v1.drop.keep = keep1;
+    ck_assert_int_eq(vt->dropout_varlen_fwd(be1, NULL, &v1, &err), TF_OK);
+    ck_assert_int_eq(memcmp(keep, keep1, n), 0);
+    ck_assert_int_eq(memcmp(y, y1, n * sizeof *y), 0);
+    /* the padded layout: sequence 3 (one token) right-padded to 9 tokens, as a
+     * dropout_fwd_ex row of 9 * E elements, draws the same bits for its token */
+    float xp[9 * 13], yp[9 * 13];
+    uint8_t kp[9 * 13];
+    memset(xp, 0, sizeof xp);
+    memcpy(xp, x + 100 * E, E * sizeof *x);
+    tf_dropout_desc dp = {.size = sizeof dp, .x = xp, .y = yp, .keep = kp, .rows = 1, .row_elems = 9 * E,
+                          .p = p, .dt = TF_DTYPE_F32, .seed = 11, .offset = 2ull << 32, .row_first = 40 + 3 * 3,
+                          .row_stride = 1};
+    ck_assert_int_eq(vt->dropout_fwd_ex(be, NULL, &dp, &err), TF_OK);
+    ck_assert_int_eq(memcmp(kp, keep + 100 * E, E), 0);
+    /* bad descriptors */
+    v1 = vd, v1.size = 8;
+    ASSERT_ERR(vt->dropout_varlen_fwd(be, NULL, &v1, &err), TF_ERR_PLUGIN, "older than this backend");
+    v1 = vd, v1.drop.size = 8;
+    ASSERT_ERR(vt->dropout_varlen_fwd(be, NULL, &v1, &err), TF_ERR_PLUGIN, "older than this backend");
+    v1 = vd, v1.cu_seqlens = NULL;
+    ASSERT_ERR(vt->dropout_varlen_fwd(be, NULL, &v1, &err), TF_ERR_RUNTIME, "cu_seqlens");
+    const int32_t bad0[] = {1, 7, 7, 100, 101, 163, 400}, down[] = {0, 7, 6, 100, 101, 163, 400};
+    v1 = vd, v1.cu_seqlens = bad0;
+    ASSERT_ERR(vt->dropout_varlen_fwd(be, NULL, &v1, &err), TF_ERR_RUNTIME, "cu_seqlens[0] is 1");
+    v1 = vd, v1.cu_seqlens = down;
+    ASSERT_ERR(vt->dropout_varlen_fwd(be, NULL, &v1, &err), TF_ERR_RUNTIME, "decreases at sequence 1");
+    v1 = vd, v1.drop.p = -0.5f;
+    ASSERT_ERR(vt->dropout_varlen_fwd(be, NULL, &v1, &err), TF_ERR_RUNTIME, "p must be in [0, 1]");
+    v1 = vd, v1.drop.rows = 0; /* no sequences: nothing to do */
+    ck_assert_int_eq(vt->dropout_varlen_fwd(be, NULL, &v1, &err), TF_OK);
+    free(x), free(y), free(y1), free(want_y), free(keep), free(keep1), free(want);
+}
+END_TEST
+
 /* ABI 1.3: attention's mask by global row, and independent of the padded
  * length: a sequence alone at global row 7 draws what it draws as row 1 of a
  * batch starting at row 6, and the same keys at seq 40 as at seq 64. */
@@ -169,6 +238,7 @@ int main(void)
         {"philox", test_philox_known_answers},
         {"dropout", test_dropout},
         {"dropout_rows", test_dropout_rows},
+        {"dropout_varlen", test_dropout_varlen},
     };
     return backend_cpu_main("backend_cpu_dropout", cases, TF_TEST_COUNT(cases));
 }

@@ -21,7 +21,8 @@
  * adamw_ex (descriptor structs whose first field is their size); ABI 1.3
  * dropout_fwd_ex, attention_fwd_ex and attention_bwd_ex (dropout masks by
  * global row, below), adafactor; ABI 1.4 attention_varlen_fwd and
- * attention_varlen_bwd (attention over sequences packed without padding).
+ * attention_varlen_bwd (attention over sequences packed without padding);
+ * ABI 1.5 dropout_varlen_fwd (dropout over the same packed sequences).
  *
  * Dropout masks (every backend draws the same bits, so the op suites compare
  * backends with dropout on). A mask is a pure function of
@@ -259,6 +260,22 @@ typedef struct tf_attention_varlen_desc {
     uint64_t row_first, row_stride; /* dropout rows (1.0 attention: 0, 1) */
 } tf_attention_varlen_desc;
 
+/* --- ABI 1.5: dropout over sequences packed without padding -----------------
+ * drop.rows sequences packed as tokens: sequence b is tokens
+ * [cu_seqlens[b], cu_seqlens[b+1]) of x, y, keep [T, drop.row_elems]
+ * (T = cu_seqlens[drop.rows], drop.row_elems elements per token, contiguous),
+ * and is drawn as one dropout_fwd_ex row: global row
+ * drop.row_first + b * drop.row_stride, its elements indexed from 0 in memory
+ * order (token t's element e is j = (t - cu_seqlens[b]) * row_elems + e).
+ * A right-padded sequence's real tokens so draw the bits they draw in the
+ * padded layout (one dropout_fwd_ex row of seq * row_elems elements). y may
+ * alias x; dropout_bwd over T * row_elems elements is the backward. */
+typedef struct tf_dropout_varlen_desc {
+    uint32_t size;              /* sizeof(tf_dropout_varlen_desc) */
+    tf_dropout_desc drop;       /* rows = sequences, row_elems = elements per token */
+    const int32_t *cu_seqlens;  /* [drop.rows + 1] int32, backend memory: 0, then non-decreasing */
+} tf_dropout_varlen_desc;
+
 /* --- ABI 1.3: the adafactor slot's descriptor ----------------------------------
  * Adafactor as transformers.optimization.Adafactor (4.46) runs it for the
  * Trainer's optim = "adafactor": scale_parameter = relative_step =
@@ -493,6 +510,12 @@ typedef struct tf_backend_vtable {
                                       const tf_attention_varlen_desc *d, const void *qkv,
                                       const void *out, const void *save, const void *dout,
                                       void *dqkv, tf_error *err);
+
+    /* --- appended in ABI 1.5: optional, read through TF_HAS() ------------------ */
+    /* Dropout over packed variable-length sequences (tf_dropout_varlen_desc):
+     * one call where dropout_fwd_ex would take one per sequence. */
+    tf_status (*dropout_varlen_fwd)(tf_backend *be, tf_stream *s, const tf_dropout_varlen_desc *d,
+                                    tf_error *err);
 } tf_backend_vtable;
 
 #ifdef __cplusplus
