@@ -158,10 +158,9 @@ tf_status cpu_gemm(tf_backend *be, tf_stream *s, const tf_gemm_desc *g, tf_error
  * open decides whether this CPU and build have them and fills bf16_why. */
 void cpu_bf16_open(tf_backend *be);
 void cpu_bf16_close(tf_backend *be);
-/* C (f32, batch items at stride_c) = alpha op(A) op(B) + beta C with A and B
- * of g (f32) rounded to bf16 first; be->bf16 must be set. */
-tf_status cpu_bf16_gemm(tf_backend *be, const tf_gemm_desc *g, float beta, float *c,
-                        tf_error *err);
+/* g (mode TF_MATMUL_BF16, checked, k > 0, alpha != 0) with its epilogue:
+ * A and B (f32) rounded to bf16, fp32 accumulation; be->bf16 must be set. */
+tf_status cpu_bf16_gemm(tf_backend *be, const tf_gemm_desc *g, tf_error *err);
 /* One single-threaded row-major sgemm (OpenBLAS), for ops that split work themselves. */
 void cpu_sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float *a,
                int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);

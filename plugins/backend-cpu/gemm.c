@@ -9,7 +9,7 @@
  * Linear layer.
  *
  * TF_MATMUL_BF16 (precision bf16): A and B rounded to bf16, fp32
- * accumulation, through oneDNN (gemm_bf16.c); same epilogues. */
+ * accumulation, through oneDNN, epilogues included (gemm_bf16.c). */
 #include <cblas.h>
 #include <limits.h>
 #include <string.h>
@@ -139,40 +139,6 @@ static void gemm_tile(const tf_gemm_desc *g, int bi, int m0, int m1, int n0, int
     }
 }
 
-/* TF_MATMUL_BF16: oneDNN threads the product over the whole C itself
- * (gemm_bf16.c); the epilogues go around it here, row-parallel: C (or aux)
- * starts as beta*C + bias, the product is added to it, then GELU. */
-static tf_status gemm_bf16(tf_backend *be, const tf_gemm_desc *g, tf_error *err)
-{
-    float *out = g->epilogue == TF_EPILOGUE_BIAS_GELU ? g->aux : g->c;
-    size_t elems = (size_t)g->batch * (size_t)g->m * (size_t)g->n;
-    int rows = g->batch * g->m;
-    if (g->epilogue != TF_EPILOGUE_NONE) {
-        CPU_PARALLEL_IF(be, cpu_par(be, elems))
-        {
-            CPU_FOR_STATIC
-            for (int r = 0; r < rows; r++) {
-                float *row = out + (int64_t)(r / g->m) * g->stride_c + (int64_t)(r % g->m) * g->ldc;
-                if (g->beta == 0.0f)
-                    memcpy(row, g->bias, (size_t)g->n * sizeof(float));
-                else
-                    for (int j = 0; j < g->n; j++) row[j] = g->beta * row[j] + g->bias[j];
-            }
-        }
-    }
-    tf_status st = cpu_bf16_gemm(be, g, g->epilogue == TF_EPILOGUE_NONE ? g->beta : 1.0f, out, err);
-    if (st || g->epilogue != TF_EPILOGUE_BIAS_GELU) return st;
-    CPU_PARALLEL_IF(be, cpu_par(be, elems))
-    {
-        CPU_FOR_STATIC
-        for (int r = 0; r < rows; r++) {
-            int64_t off = (int64_t)(r / g->m) * g->stride_c + (int64_t)(r % g->m) * g->ldc;
-            cpu_gelu_span((const float *)g->aux + off, (float *)g->c + off, (size_t)g->n, g->gelu);
-        }
-    }
-    return TF_OK;
-}
-
 /* Below this many flops a GEMM runs on the calling thread. */
 #define GEMM_PAR_MIN_FLOPS 4e6
 /* Tiles are cut at multiples of the OpenBLAS micro-kernel's tile sides. */
@@ -190,7 +156,7 @@ tf_status cpu_gemm(tf_backend *be, tf_stream *s, const tf_gemm_desc *g, tf_error
     tf_status st = check_desc(be, g, err);
     if (st) return st;
     if (g->m == 0 || g->n == 0) return TF_OK;
-    if (g->mode == TF_MATMUL_BF16 && g->k > 0 && g->alpha != 0.0f) return gemm_bf16(be, g, err);
+    if (g->mode == TF_MATMUL_BF16 && g->k > 0 && g->alpha != 0.0f) return cpu_bf16_gemm(be, g, err);
 
     double flops = 2.0 * g->m * (double)g->n * (g->k > 0 ? g->k : 1) * g->batch;
     bool par = be->threads > 1 && flops >= GEMM_PAR_MIN_FLOPS;

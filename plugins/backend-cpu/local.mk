@@ -61,7 +61,8 @@ BACKEND_CPU_TEST_CFLAGS = $(AM_CFLAGS) $(BACKEND_CPU_CFLAGS)
 BACKEND_CPU_TEST_LDADD = $(BACKEND_CPU_LIB) $(TEST_LDADD) $(BACKEND_CPU_LIBS)
 BACKEND_CPU_TESTS = tests/backend-cpu/test_runtime tests/backend-cpu/test_gemm tests/backend-cpu/test_elementwise \
 	tests/backend-cpu/test_dropout tests/backend-cpu/test_layernorm tests/backend-cpu/test_attention \
-	tests/backend-cpu/test_embedding tests/backend-cpu/test_cross_entropy tests/backend-cpu/test_optimizer tests/backend-cpu/test_threads
+	tests/backend-cpu/test_embedding tests/backend-cpu/test_cross_entropy tests/backend-cpu/test_optimizer tests/backend-cpu/test_threads \
+	tests/backend-cpu/test_gemm_bf16
 check_PROGRAMS += $(BACKEND_CPU_TESTS)
 TESTS += $(BACKEND_CPU_TESTS)
 tests_backend_cpu_test_runtime_SOURCES = tests/backend-cpu/test_runtime.c
@@ -104,6 +105,12 @@ tests_backend_cpu_test_threads_SOURCES = tests/backend-cpu/test_threads.c
 tests_backend_cpu_test_threads_CPPFLAGS = $(BACKEND_CPU_TEST_CPPFLAGS)
 tests_backend_cpu_test_threads_CFLAGS = $(BACKEND_CPU_TEST_CFLAGS)
 tests_backend_cpu_test_threads_LDADD = $(BACKEND_CPU_TEST_LDADD)
+# bf16 GEMMs (gemm_bf16.c): against bf16-rounded references where this CPU
+# and build have them, the refusal everywhere
+tests_backend_cpu_test_gemm_bf16_SOURCES = tests/backend-cpu/test_gemm_bf16.c
+tests_backend_cpu_test_gemm_bf16_CPPFLAGS = $(BACKEND_CPU_TEST_CPPFLAGS)
+tests_backend_cpu_test_gemm_bf16_CFLAGS = $(BACKEND_CPU_TEST_CFLAGS)
+tests_backend_cpu_test_gemm_bf16_LDADD = $(BACKEND_CPU_TEST_LDADD)
 # who sizes the thread team (open_args.local_world_size, backend.threads)
 check_PROGRAMS += tests/test_backend_cpu_threads
 tests_test_backend_cpu_threads_SOURCES = tests/test_backend_cpu_threads.c
@@ -111,14 +118,6 @@ tests_test_backend_cpu_threads_CPPFLAGS = $(TEST_CPPFLAGS) $(BACKEND_CPU_CPPFLAG
 tests_test_backend_cpu_threads_CFLAGS = $(AM_CFLAGS) $(BACKEND_CPU_CFLAGS)
 tests_test_backend_cpu_threads_LDADD = $(BACKEND_CPU_LIB) $(TEST_LDADD) $(BACKEND_CPU_LIBS)
 TESTS += tests/test_backend_cpu_threads
-# bf16 GEMMs (gemm_bf16.c): against bf16-rounded references where this CPU
-# and build have them, the refusal everywhere
-check_PROGRAMS += tests/test_backend_cpu_bf16
-tests_test_backend_cpu_bf16_SOURCES = tests/test_backend_cpu_bf16.c
-tests_test_backend_cpu_bf16_CPPFLAGS = $(TEST_CPPFLAGS) $(BACKEND_CPU_CPPFLAGS)
-tests_test_backend_cpu_bf16_CFLAGS = $(AM_CFLAGS) $(BACKEND_CPU_CFLAGS)
-tests_test_backend_cpu_bf16_LDADD = $(BACKEND_CPU_LIB) $(TEST_LDADD) $(BACKEND_CPU_LIBS)
-TESTS += tests/test_backend_cpu_bf16
 endif
 
 # Runs one op on inputs from files, for tests/ref/backend_cpu_vs_torch.py.
