@@ -688,17 +688,17 @@ static tf_status nccl_reduce_start(tf_comm *c, void *buf, size_t count, tf_dtype
                             !c ? "communicator" : "request pointer");
     *req = NULL;
     char what[112];
-    snprintf(what, sizeof what, "reduce of %zu %s to root %d", count, dt_name(dt), root);
+    snprintf(what, sizeof what, "reduce of %zu %s to root %d", count, nccl_dt_name(dt), root);
     coll k = {.kind = COLL_REDUCE};
     tf_status st = check_root(c, what, root, err);
     if (!st) st = reduction_args(c, what, buf, count, dt, op, &k, err);
-    if (!st) st = check_usable(c, what, err);
+    if (!st) st = nccl_check_usable(c, what, err);
     if (st) return st;
     k.root = root;
     tf_comm_request *q = NULL;
-    if ((st = req_get(c, &q, err))) return st;
+    if ((st = nccl_req_get(c, &q, err))) return st;
     if ((st = enqueue(c, q, &k, what, err))) {
-        req_put(c, q);
+        nccl_req_put(c, q);
         return st;
     }
     q->in_flight = true;
