@@ -65,7 +65,7 @@ static const char *where_name(int where)
     } while (0)
 #define REL_LOAD(field)                                                                           \
     __extension__({                                                                              \
-        __typeof__(field) v_;                                                                    \
+        __typeof__((field) + 0) v_; /* not const: the field's arithmetic type */                 \
         __atomic_load(&(field), &v_, __ATOMIC_RELAXED);                                          \
         v_;                                                                                      \
     })
@@ -119,6 +119,30 @@ void tf_comm_rec_exit(tf_comm_rank_log *l, uint64_t seq)
 void tf_comm_rec_block(tf_comm_rank_log *l, uint64_t seq)
 {
     if (l) __atomic_store_n(&l->blocked, seq, __ATOMIC_RELEASE);
+}
+
+bool tf_comm_rec_event(const tf_comm_rank_log *l, uint64_t seq, tf_comm_event *out)
+{
+    const tf_comm_event *src = &l->ring[seq % TF_COMM_RECORDER_DEPTH];
+    *out = (tf_comm_event){
+        .seq = __atomic_load_n(&src->seq, __ATOMIC_ACQUIRE),
+        .kind = REL_LOAD(src->kind),
+        .bucket = REL_LOAD(src->bucket),
+        .nbuckets = REL_LOAD(src->nbuckets),
+        .micro = REL_LOAD(src->micro),
+        .step = REL_LOAD(src->step),
+        .bytes = REL_LOAD(src->bytes),
+        .t_enter = REL_LOAD(src->t_enter),
+        .t_exit = REL_LOAD(src->t_exit),
+    };
+    return out->seq == seq;
+}
+
+void tf_comm_rec_position(const tf_comm_rank_log *l, int64_t *step, int32_t *micro, double *where_since)
+{
+    *step = REL_LOAD(l->step);
+    *micro = REL_LOAD(l->micro);
+    *where_since = REL_LOAD(l->where_since);
 }
 
 struct tf_comm_heartbeat {
@@ -208,9 +232,9 @@ static void view(const tf_comm_rank_log *l, rank_view *v)
     memset(v, 0, sizeof *v);
     v->entered = __atomic_load_n(&l->entered, __ATOMIC_ACQUIRE);
     v->where = __atomic_load_n(&l->where, __ATOMIC_ACQUIRE);
-    v->step = REL_LOAD(l->step);
-    v->micro = REL_LOAD(l->micro);
-    v->where_since = REL_LOAD(l->where_since);
+    int32_t micro;
+    tf_comm_rec_position(l, &v->step, &micro, &v->where_since);
+    v->micro = micro;
     v->heartbeat = REL_LOAD(l->heartbeat);
     int32_t remote = REL_LOAD(l->remote);
     v->remote = remote != 0;
@@ -218,19 +242,8 @@ static void view(const tf_comm_rank_log *l, rank_view *v)
     uint64_t blocked = __atomic_load_n(&l->blocked, __ATOMIC_ACQUIRE);
     uint64_t lo = v->entered > TF_COMM_RECORDER_DEPTH ? v->entered - TF_COMM_RECORDER_DEPTH + 1 : 1;
     for (uint64_t s = lo; s <= v->entered && s; s++) {
-        const tf_comm_event *src = &l->ring[s % TF_COMM_RECORDER_DEPTH];
-        tf_comm_event e = {
-            .seq = __atomic_load_n(&src->seq, __ATOMIC_ACQUIRE),
-            .kind = REL_LOAD(src->kind),
-            .bucket = REL_LOAD(src->bucket),
-            .nbuckets = REL_LOAD(src->nbuckets),
-            .micro = REL_LOAD(src->micro),
-            .step = REL_LOAD(src->step),
-            .bytes = REL_LOAD(src->bytes),
-            .t_enter = REL_LOAD(src->t_enter),
-            .t_exit = REL_LOAD(src->t_exit),
-        };
-        if (e.seq != s) continue; /* being rewritten */
+        tf_comm_event e;
+        if (!tf_comm_rec_event(l, s, &e)) continue; /* being rewritten */
         if (s == v->entered) {
             v->last = e;
             v->has_last = true;
