@@ -20,7 +20,9 @@
 #        (or SAN=thread|address in the environment; address is
 #        AddressSanitizer + UndefinedBehaviorSanitizer). A sanitizer build
 # instruments everything, the normal tree included (a sanitized plugin needs a
-# sanitized process). JOBS (default 2) sets make's parallelism.
+# sanitized process). JOBS (default 2) sets make's parallelism; CC and CXX
+# (default gcc and g++) the compilers, for every part (scripts/test-emulated-gpu.sh
+# builds its ThreadSanitizer tree with clang-16: LLVM's ThreadSanitizer runtime).
 set -euo pipefail
 top="$(cd "$(dirname "$0")/.." && pwd)"
 san="${SAN:-}"
@@ -28,7 +30,7 @@ dir=""
 for a in "$@"; do
     case "$a" in
     --san=*) san="${a#--san=}" ;;
-    -h | --help) sed -n '2,23p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,25p' "$0"; exit 0 ;;
     -*) echo "build-cuda-emu.sh: unknown option $a" >&2; exit 2 ;;
     *) dir="$a" ;;
     esac
@@ -46,11 +48,12 @@ mkdir -p "$dir"
 dir="$(cd "$dir" && pwd)"
 jobs="${JOBS:-2}"
 emu="$top/tests/cuda-emu"
+cc="${CC:-gcc}" cxx="${CXX:-g++}"
 
 # 1. the normal tree, CUDA off
 [ -x "$top/configure" ] || (cd "$top" && ./autogen.sh >/dev/null)
 mkdir -p "$dir/build"
-(cd "$dir/build" && { [ -f Makefile ] || "$top/configure" -q --without-cuda \
+(cd "$dir/build" && { [ -f Makefile ] || "$top/configure" -q --without-cuda CC="$cc" CXX="$cxx" \
     CFLAGS="-g $opt $sanflags" LDFLAGS="$sanflags"; } && nice make -s -j"$jobs" >/dev/null)
 core_lib="$dir/build/core/.libs"
 
@@ -65,7 +68,11 @@ cflags=(-std=c17 "${common[@]}" -Wall -Wno-unused-parameter)
 # aliasing rules would let it drop. -ffp-contract=off: no fused multiply-adds
 # the source did not write, as the kernels' own rule.
 cxxflags=(-std=c++17 "${common[@]}" -Wall -Wno-unused-parameter -ffp-contract=off -fno-strict-aliasing)
+# -z defs: every symbol resolved at link time, except under clang's sanitizers,
+# whose runtime is linked into the executables only (a plugin takes it from
+# the process)
 ldflags=(-shared -pthread $sanflags -Wl,-z,defs)
+case "$cc" in *clang*) [ -n "$san" ] && ldflags=(-shared -pthread $sanflags) ;; esac
 obj="$dir/obj"
 mkdir -p "$obj/emu" "$obj/backend-cuda" "$obj/comm-nccl" "$obj/tests"
 
@@ -79,9 +86,9 @@ compile() {
         return 0
     fi
     case "$src" in
-    *.c) nice gcc "${cflags[@]}" "${cppflags[@]}" "$@" -c "$src" -o "$out" ;;
-    *.cc) nice g++ "${cxxflags[@]}" "${cppflags[@]}" "$@" -c "$src" -o "$out" ;;
-    *.cu) nice g++ -x c++ "${cxxflags[@]}" -Wno-unknown-pragmas "${cppflags[@]}" -D__CUDACC__ -include emu_simt.h \
+    *.c) nice "$cc" "${cflags[@]}" "${cppflags[@]}" "$@" -c "$src" -o "$out" ;;
+    *.cc) nice "$cxx" "${cxxflags[@]}" "${cppflags[@]}" "$@" -c "$src" -o "$out" ;;
+    *.cu) nice "$cxx" -x c++ "${cxxflags[@]}" -Wno-unknown-pragmas "${cppflags[@]}" -D__CUDACC__ -include emu_simt.h \
         "$@" -c "$src" -o "$out" ;;
     esac
 }
@@ -113,13 +120,13 @@ for s in "$emu"/*.c "$emu"/*.cc; do
     case "$(basename "$s")" in test_*) ;; *) lib_src+=("$s") ;; esac
 done
 build_all "$obj/emu" -- "${lib_src[@]}"
-nice g++ "${ldflags[@]}" -Wl,-soname,libcudaemu.so -o "$dir/libcudaemu.so" "${objs[@]}" -ldl -lrt
+nice "$cxx" "${ldflags[@]}" -Wl,-soname,libcudaemu.so -o "$dir/libcudaemu.so" "${objs[@]}" -ldl -lrt
 emu_link=(-L"$dir" -lcudaemu -L"$core_lib" -ltfcore -Wl,-rpath,'$ORIGIN' -Wl,-rpath,"$core_lib")
 
 # 4. backend-cuda
 build_all "$obj/backend-cuda" -I"$top/plugins/backend-cuda" "-DTFC_CUDA_ARCHS=\"emulated\"" -- \
     "$top"/plugins/backend-cuda/*.c "$top"/plugins/backend-cuda/*.cu
-nice g++ "${ldflags[@]}" -o "$dir/tfcore-backend-cuda.so" "${objs[@]}" "${emu_link[@]}" -lm
+nice "$cxx" "${ldflags[@]}" -o "$dir/tfcore-backend-cuda.so" "${objs[@]}" "${emu_link[@]}" -lm
 
 # 5. comm-nccl, with bootstrap "mpi" where Open MPI is installed (its header
 # only, libmpi dlopen()ed, as plugins/comm-nccl/local.mk); its driver is a
@@ -132,17 +139,19 @@ nccl_mpi=()
 # shellcheck disable=SC2207 # mpicc's flags are words
 command -v mpicc >/dev/null 2>&1 && nccl_mpi=(-DTF_NCCL_WITH_MPI $(mpicc --showme:compile))
 build_all "$obj/comm-nccl" -I"$top/plugins/comm-nccl" "${nccl_mpi[@]}" -- "${nccl_src[@]}"
-nice g++ "${ldflags[@]}" -o "$dir/tfcore-comm-nccl.so" "${objs[@]}" "${emu_link[@]}" -lm -ldl
+nice "$cxx" "${ldflags[@]}" -o "$dir/tfcore-comm-nccl.so" "${objs[@]}" "${emu_link[@]}" -lm -ldl
 
 # 6. test programs: the emulation's own, comm-nccl's driver, the op suites
 test_cpp=(-I"$top/core/sdk" -I"$top/core/runtime" -I"$top/core/cli" $(pkg-config --cflags check jansson libconfig 2>/dev/null))
 # the tests link the private runtime (registry, plan, ...: core/local.mk's
 # TFCORE_RUNTIME_LIBS) before the public library, as make check does
-test_libs=("$core_lib/libtfcore-runtime.a" -L"$core_lib" -ltfcore -Wl,-rpath,"$core_lib" -fopenmp -ldl $(pkg-config --libs check jansson libconfig 2>/dev/null) -lm -pthread $sanflags)
+# (OpenMP as the normal tree's configure found it: clang-16 has none without libomp)
+openmp="$(sed -n 's/^OPENMP_CFLAGS = //p' "$dir/build/Makefile")"
+test_libs=("$core_lib/libtfcore-runtime.a" -L"$core_lib" -ltfcore -Wl,-rpath,"$core_lib" $openmp -ldl $(pkg-config --libs check jansson libconfig 2>/dev/null) -lm -pthread $sanflags)
 for s in "$emu"/test_*.c "$emu"/test_*.cc; do
     b="$(basename "${s%.*}")"
     compile "$s" "$obj/tests/$b.o" "${test_cpp[@]}"
-    nice g++ -pthread $sanflags -o "$dir/$b" "$obj/tests/$b.o" -L"$dir" -lcudaemu -Wl,-rpath,"$dir" \
+    nice "$cxx" -pthread $sanflags -o "$dir/$b" "$obj/tests/$b.o" -L"$dir" -lcudaemu -Wl,-rpath,"$dir" \
         "${test_libs[@]}"
 done
 for s in "$top/plugins/comm-nccl/comm_nccl_driver.c" "$top/tests/test_backend_cuda.c" \
@@ -150,7 +159,7 @@ for s in "$top/plugins/comm-nccl/comm_nccl_driver.c" "$top/tests/test_backend_cu
     b="$(basename "${s%.c}")"
     [ "$b" = comm_nccl_driver ] && b=comm-nccl-driver
     compile "$s" "$obj/tests/$b.o" "${test_cpp[@]}"
-    nice gcc -o "$dir/$b" "$obj/tests/$b.o" "${test_libs[@]}" -ldl
+    nice "$cc" -o "$dir/$b" "$obj/tests/$b.o" "${test_libs[@]}" -ldl
 done
 
 # 7. the op suites and tests/ref look for programs and plugins in

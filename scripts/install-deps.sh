@@ -40,6 +40,7 @@ packages=(
     libopenmpi-dev openmpi-bin  # comm-mpi and the mpirun launcher
     check libsubunit-dev # unit tests (make check)
     clang                # fuzz targets (libFuzzer) and sanitizer builds
+    clang-16 libclang-rt-16-dev  # the emulated-GPU suite's ThreadSanitizer tree (LLVM 16's runtime; scripts/test-emulated-gpu.sh)
     patchelf             # scripts/gpu-bundle.sh: $ORIGIN-relative rpaths in the relocatable bundle
     time                 # /usr/bin/time: scripts/test-emulated-gpu.sh reports each case's CPU seconds
 )

@@ -2,15 +2,19 @@
 # The whole test suite, as CI runs it (.ci/run calls this):
 #   1. build in build/ and `make check` (unit tests, shell tests, and the
 #      reference tests against torch / transformers / tokenizers);
-#   2. the same unit tests built with AddressSanitizer + UBSan (build-asan/);
-#   3. every fuzz target for a short run (libFuzzer + ASan + UBSan; libtfcore
+#   2. every fuzz target for a short run (libFuzzer + ASan + UBSan; libtfcore
 #      compiled once, two targets fuzzing at a time, each for the full time);
-#   4. the emulated-GPU suite (scripts/test-emulated-gpu.sh, build-emu*/):
-#      every case plain, under ASan + UBSan and under TSan, two at a time;
-#   5. the GPU bundle (docs/GPU.md) built, moved and checked, where nvcc is;
-#   6. `make distcheck` (the tarball builds and passes its tests out of tree).
+#   3. at the same time: the unit tests of step 1 built with AddressSanitizer
+#      + UBSan (build-asan/), and the emulated-GPU suite
+#      (scripts/test-emulated-gpu.sh, build-emu*/: every case plain, under
+#      ASan + UBSan and under TSan, two at a time);
+#   4. the GPU bundle (docs/GPU.md) built, moved and checked, where nvcc is;
+#   5. `make distcheck` (the tarball builds out of tree from a read-only
+#      source, installs, passes the tests of its own files: DIST_TESTS) and
+#      scripts/check-dist.sh (every tracked file is in the tarball).
 # Usage: scripts/test-all.sh [--quick]   (--quick: step 1 only)
-# Environment: JOBS (default: nproc), FUZZ_SECONDS (default 15).
+# Environment: JOBS (default: nproc), FUZZ_SECONDS (default 15), DIST_TESTS
+# (the tests distcheck runs; "all": every one).
 set -euo pipefail
 top="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$top"
@@ -53,20 +57,38 @@ mkdir -p build
     || { cat build/test-suite.log 2>/dev/null | tail -80; exit 1; }
 [ "$quick" = 1 ] && { step_done; exit 0; }
 
-step "unit tests under AddressSanitizer + UBSan (build-asan/)"
-mkdir -p build-asan
-san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
-(cd build-asan && { [ -f Makefile ] || ../configure -q --without-cuda CFLAGS="-g -O1 $san" LDFLAGS="$san"; } && \
-    make -s -j"$jobs" && \
-    ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 \
-    TFCORE_SKIP_REF=1 make -s -j"$jobs" check) \
-    || { cat build-asan/test-suite.log 2>/dev/null | tail -80; exit 1; }
-
 step "fuzz targets, ${FUZZ_SECONDS:-15}s each"
 FUZZ_OUT="$top/build-asan/fuzz-out" "$top/scripts/fuzz.sh" "${FUZZ_SECONDS:-15}"
 
-step "backend-cuda, comm-nccl and 16-bit on emulated GPUs (build-emu/)"
-"$top/scripts/test-emulated-gpu.sh" "$top/build-emu" || exit 1
+# The unit tests under ASan run beside the emulated-GPU suite: that suite
+# keeps the 2 cores about 1.5 to 1.8 busy (its multi-rank cases wait on each
+# other, its stalled-rank case on a timeout), so the ASan build and tests fill
+# the rest. Their output goes to build-asan/check.out, shown when they end.
+step "unit tests under ASan + UBSan beside backend-cuda, comm-nccl and 16-bit on emulated GPUs (build-asan/, build-emu/)"
+mkdir -p build-asan
+asan_unit_tests() {
+    local t0=$(date +%s)
+    local san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+    if (cd build-asan && { [ -f Makefile ] || ../configure -q --without-cuda CFLAGS="-g -O1 $san" LDFLAGS="$san"; } && \
+        make -s -j"$jobs" && \
+        ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 \
+        TFCORE_SKIP_REF=1 make -s -j"$jobs" check); then
+        echo "unit tests under ASan + UBSan: passed ($(($(date +%s) - t0)) s)"
+    else
+        tail -n 80 build-asan/test-suite.log 2>/dev/null
+        echo "unit tests under ASan + UBSan: FAILED ($(($(date +%s) - t0)) s)"
+        return 1
+    fi
+}
+asan_unit_tests >build-asan/check.out 2>&1 </dev/null &
+asan_pid=$!
+emu_rc=0
+"$top/scripts/test-emulated-gpu.sh" "$top/build-emu" || emu_rc=1
+asan_rc=0
+wait "$asan_pid" || asan_rc=1
+echo "--- build-asan/check.out"
+cat build-asan/check.out
+[ "$emu_rc" = 0 ] && [ "$asan_rc" = 0 ] || exit 1
 
 step "GPU bundle: scripts/gpu-bundle.sh (CUDA_ARCHS=90, --without-mpi --without-curl --without-libarchive --without-onednn) moved and run without a GPU"
 if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
@@ -77,9 +99,22 @@ else
     echo "skipped: no nvcc (the bundle needs backend-cuda)"
 fi
 
-step "make distcheck"
-(cd build && TFCORE_SKIP_REF=1 make -s -j"$jobs" distcheck DISTCHECK_CONFIGURE_FLAGS=--without-cuda) \
-    || exit 1
+# make distcheck: the tarball configures and builds out of tree from a
+# read-only source, installs and uninstalls, and cleans up; its tests are
+# DIST_TESTS, the ones that check the tarball's own files (the source layout,
+# the exported symbols, the plugin template built from examples/, every
+# plugin README against its keys, the shipped configs, the ABI offsets, the
+# config parser); every other test ran in step 1 on this checkout, whose
+# tracked files scripts/check-dist.sh finds in the tarball (DIST_TESTS=all:
+# every test, as automake's distcheck does by default).
+step "make distcheck (DIST_TESTS), and the tarball against git ls-files"
+dist_tests="${DIST_TESTS:-tests/test_layout.sh tests/test_exports.sh tests/test_plugin_template.sh tests/test_plugin_keys.sh tests/test_conf.sh tests/test_abi tests/test_config}"
+dist_args=()
+[ "$dist_tests" = all ] || dist_args=("TESTS=$dist_tests") # passed on to distcheck's make check
+rm -f build/tfcore-*.tar.gz
+(cd build && TFCORE_SKIP_REF=1 make -s -j"$jobs" distcheck DISTCHECK_CONFIGURE_FLAGS=--without-cuda \
+    ${dist_args[@]+"${dist_args[@]}"}) || exit 1
+"$top/scripts/check-dist.sh" build/tfcore-*.tar.gz || exit 1
 step_done
 echo
 echo "test-all.sh: every step passed"

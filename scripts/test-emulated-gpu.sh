@@ -3,8 +3,7 @@
 # and the 16-bit precisions executed on the host through the test-only CUDA
 # emulation, as CI runs it. Builds with scripts/build-cuda-emu.sh into
 # DIR (default build-emu/), DIR-address (AddressSanitizer + UBSan) and
-# DIR-thread (ThreadSanitizer), then runs, in the plain and address trees
-# (the thread tree: 1, 2 and one training run, see queue_tree below):
+# DIR-thread (ThreadSanitizer, built with clang-16), then runs in each tree:
 #   1. the emulation's own tests (tests/cuda-emu/test_*);
 #   2. the backend-cuda op suites against backend-cpu (tests/test_backend_cuda.c,
 #      tests/test_backend_cuda_attention.c: every op, f32/tf32/f16/bf16, odd
@@ -15,9 +14,11 @@
 #      build: the 16-bit runs must end within LOSS_TOL (0.02) of fp32's final
 #      training loss);
 #   5. every tests/cuda-emu/run_*.sh (the multi-rank cases, fp16 loss scaling
-#      on injected overflows, a stalled rank, two network namespaces; ZeRO
-#      stage 1 and 2, run_zero_emu.sh, and pipelines over nccl,
-#      run_pipeline_emu.sh, in the plain tree only).
+#      on injected overflows, a stalled rank, two network namespaces, ZeRO
+#      stage 1 and 2, pipelines over nccl);
+#   6. under ThreadSanitizer also 2 fp16 steps with comm nccl x2 and 0.1 MB
+#      buckets; there run_parallel_emu.sh, run_zero_emu.sh and
+#      run_pipeline_emu.sh only with TSAN_ALL=1 (CI's time).
 # Sanitizer runs prove memory safety and stream ordering, not numerics, so
 # they run their cases on smaller sizes (TF_TEST_SMALL=2, read by the op
 # suites and the run_*.sh scripts, and 2 training steps instead of 30); the
@@ -31,7 +32,9 @@
 # (default 11; "random": a new seed per suite run); CASES (an extended regular
 # expression: only the cases whose names match, e.g. '\.thread$', to rerun a
 # part by hand; CI runs all); TREES (default "plain address thread": which
-# builds to make and run).
+# builds to make and run); TSAN_CC, TSAN_CXX (default clang-16, clang++-16:
+# the thread tree's compilers); TSAN_ALL=1: run_parallel_emu.sh and
+# run_zero_emu.sh under ThreadSanitizer too (about 800 s of CPU each).
 set -uo pipefail
 top="$(cd "$(dirname "$0")/.." && pwd)"
 dir="${1:-$top/build-emu}"
@@ -51,9 +54,15 @@ fail() {
     [ -n "${2:-}" ] && [ -f "$2" ] && tail -n 25 "$2" | sed 's/^/    /'
 }
 
+# The ThreadSanitizer tree is built with clang-16 (TSAN_CC, TSAN_CXX): LLVM's
+# ThreadSanitizer runtime keeps fixed-size vector clocks, where GCC 12's grow
+# with the number of threads, and every fiber of the SIMT emulation is a
+# thread to it (tests/cuda-emu/README.md, "What it costs").
+tsan_cc="${TSAN_CC:-clang-16}" tsan_cxx="${TSAN_CXX:-clang++-16}"
 build() { # build DIR [SAN]
-    local t0=$(date +%s)
-    if SAN="${2:-}" "$top/scripts/build-cuda-emu.sh" "$1" >"$log/build${2:+-$2}.log" 2>&1; then
+    local t0=$(date +%s) cc="${CC:-gcc}" cxx="${CXX:-g++}"
+    [ "${2:-}" = thread ] && cc="$tsan_cc" cxx="$tsan_cxx"
+    if CC="$cc" CXX="$cxx" SAN="${2:-}" "$top/scripts/build-cuda-emu.sh" "$1" >"$log/build${2:+-$2}.log" 2>&1; then
         pass "build-cuda-emu.sh${2:+ (SAN=$2)} ($(($(date +%s) - t0)) s)"
         return 0
     fi
@@ -197,17 +206,13 @@ ${5:-}
 CFG
 }
 
-# queue the cases of one tree, the longest first. The plain tree and
-# AddressSanitizer + UBSan run every case; ThreadSanitizer runs the
-# emulation's tests, every case of the attention suite, test_backend_cuda's
-# runtime case and one training run, fp16
-# with comm nccl x2 (the compute stream, comm-nccl's comm stream and their
-# event waits, the loss scaler's device flag, the collectives on the stream),
-# not the reference, the per-precision runs and the run_*.sh scripts: with
-# GCC 12's ThreadSanitizer every fiber of the SIMT emulation is a thread whose
-# switches synchronize vector clocks as long as the thread count (60% of the
-# time), 35 s of CPU per training step and rank at the small sizes, and those
-# scripts are about 100 rank-steps (tests/cuda-emu/README.md, "What it costs").
+# queue the cases of one tree, the longest first. Every tree runs every case
+# (the sanitized ones at their sizes; ThreadSanitizer two scripts only with
+# TSAN_ALL=1, below); ThreadSanitizer also runs one training
+# run of its own, fp16 with comm nccl x2 and 0.1 MB buckets (the compute
+# stream, comm-nccl's comm stream and their event waits, the loss scaler's
+# device flag, the collectives on the stream: the case its negative control,
+# a deleted event wait, was checked on; tests/cuda-emu/README.md).
 queue_tree() { # queue_tree DIR SAN
     local d="$1" san="$2" sfx="${2:+.$2}" small=0 op_small=1 det_small=1 t s c p
     [ -n "$san" ] && small=1 det_small=2
@@ -222,12 +227,14 @@ queue_tree() { # queue_tree DIR SAN
             'rm -rf "$3" && "$1" train -c "$2" && [ -s "$3/results.json" ]' \
             sh "$d/build/core/tfcore" "$d/train.fp16.nccl2.cfg" "$d/train-fp16-nccl2"
     fi
-    # the multi-rank scripts: minutes each, and a stalled-rank wait
-    # (run_zero_emu.sh in the plain tree only: its ZeRO strategies run the same
-    # comm and kernel paths as run_parallel_emu's nccl cases, which the
-    # sanitized trees run)
-    local zero=; [ -z "$san" ] && zero="run_zero_emu run_pipeline_emu"
-    [ "$san" = thread ] || for s in run_parallel_emu run_stall_emu run_fp16_scaler_emu run_netns_emu $zero; do
+    # the multi-rank scripts: minutes each, and a stalled-rank wait. Under
+    # ThreadSanitizer run_parallel_emu.sh, run_zero_emu.sh and
+    # run_pipeline_emu.sh only with TSAN_ALL=1: run_zero_emu.sh took 804 s of
+    # CPU under it (all passed), run_parallel_emu.sh has more cases, more than
+    # CI's 30 minutes hold
+    for s in run_parallel_emu run_zero_emu run_pipeline_emu run_stall_emu run_fp16_scaler_emu run_netns_emu; do
+        [ "$san" = thread ] && [ "${TSAN_ALL:-0}" != 1 ] &&
+            [[ "$s" == run_parallel_emu || "$s" == run_zero_emu || "$s" == run_pipeline_emu ]] && continue
         [ -f "$top/tests/cuda-emu/$s.sh" ] &&
             queue_in script "$d" "$san" "$s$sfx" sh "$top/tests/cuda-emu/$s.sh" "$d"
     done
@@ -235,11 +242,11 @@ queue_tree() { # queue_tree DIR SAN
     # configs, dropout and label smoothing; not the MiniLM checkpoint (22M
     # parameters: minutes here; make check runs it on backend-cpu, and the op
     # suites hold backend-cuda to backend-cpu op by op)
-    [ "$san" = thread ] || queue_in one "$d" "$san" "model_bert_vs_hf.cuda$sfx" \
+    queue_in one "$d" "$san" "model_bert_vs_hf.cuda$sfx" \
         env TFCORE_REF_BACKEND=cuda TFCORE_REQUIRE_REF=1 TFCORE_REF_MINILM=0 \
         ${san:+TFCORE_REF_STEPS=2} sh "$top/tests/ref/run-python.sh" "$top/tests/ref/model_bert_vs_hf.py"
     # bert-tiny in each precision
-    [ "$san" = thread ] || for p in fp32 fp16 bf16; do
+    for p in fp32 fp16 bf16; do
         train_cfg "$d/train.$p.cfg" "$d/train-$p" "$p" "$small"
         queue_in job "$d" "$san" "train.$p$sfx" sh -c \
             'rm -rf "$3" && "$1" train -c "$2" && [ -s "$3/results.json" ]' \
@@ -255,12 +262,9 @@ queue_tree() { # queue_tree DIR SAN
         queue_in one "$d" "$san" "test_backend_cuda_attention:$c$sfx" \
             env TF_TEST_SMALL="$t" CK_RUN_CASE="$c" "$d/test_backend_cuda_attention"
     done
-    # test_backend_cuda's ops case (every op's numerics against backend-cpu)
-    # costs 223 s of CPU under ThreadSanitizer (passed), which sees nothing inside
-    # a kernel; its streams and events are the runtime case's
-    c="ops runtime"
-    [ "$san" = thread ] && c="runtime"
-    for c in $c; do
+    # test_backend_cuda: its ops (every op's numerics against backend-cpu) and
+    # runtime (memory, streams, events) cases
+    for c in ops runtime; do
         queue_in one "$d" "$san" "test_backend_cuda:$c$sfx" \
             env CK_RUN_CASE="$c" "$d/test_backend_cuda"
     done

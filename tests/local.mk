@@ -18,6 +18,8 @@ EXTRA_DIST += tests/ref/model_bert_harness.py tests/ref/tally.py
 # what the C tests share: plugins through the registry, seeded fills, errors,
 # the runner (tests/common.h); the GPU op suites' backend pair
 EXTRA_DIST += tests/common.h tests/backend_pair.h
+# the test-only CUDA emulation (scripts/build-cuda-emu.sh, scripts/test-emulated-gpu.sh)
+EXTRA_DIST += tests/cuda-emu
 
 check_PROGRAMS += tests/test_abi tests/test_registry
 tests_test_abi_SOURCES = tests/test_abi.c

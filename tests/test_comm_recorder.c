@@ -146,11 +146,15 @@ START_TEST(test_heartbeat)
     tf_comm_recorder *r = make(1);
     tf_comm_heartbeat *h = tf_comm_heartbeat_start(&r->rank[0]);
     ck_assert_ptr_nonnull(h);
-    double first = r->rank[0].heartbeat;
+    /* the beat thread stores it while this one reads: atomically, as the
+     * recorder's readers do */
+    double first, later;
+    __atomic_load(&r->rank[0].heartbeat, &first, __ATOMIC_RELAXED);
     ck_assert(first > 0);
     struct timespec nap = {0, 600 * 1000 * 1000};
     nanosleep(&nap, NULL);
-    ck_assert(r->rank[0].heartbeat > first);
+    __atomic_load(&r->rank[0].heartbeat, &later, __ATOMIC_RELAXED);
+    ck_assert(later > first);
     tf_comm_heartbeat_stop(h);
     ck_assert(r->rank[0].heartbeat == 0);
     free(r);

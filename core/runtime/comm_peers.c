@@ -177,12 +177,16 @@ static void compose(const tf_comm_peers *p, beat_msg *m, double now)
     m->entered = __atomic_load_n(&l->entered, __ATOMIC_ACQUIRE);
     m->blocked = __atomic_load_n(&l->blocked, __ATOMIC_ACQUIRE);
     m->where = __atomic_load_n(&l->where, __ATOMIC_ACQUIRE);
-    m->micro = l->micro;
-    m->step = l->step;
-    m->where_age = l->where_since > 0 ? now - l->where_since : 0;
+    int64_t step;
+    int32_t micro;
+    double where_since;
+    tf_comm_rec_position(l, &step, &micro, &where_since);
+    m->micro = micro;
+    m->step = step;
+    m->where_age = where_since > 0 ? now - where_since : 0;
+    tf_comm_event e;
     if (m->entered) {
-        tf_comm_event e = l->ring[m->entered % TF_COMM_RECORDER_DEPTH];
-        if (e.seq == m->entered) {
+        if (tf_comm_rec_event(l, m->entered, &e)) {
             m->last_kind = e.kind;
             m->last_done = e.t_exit > 0;
             m->last_age = now - e.t_enter;
@@ -192,8 +196,7 @@ static void compose(const tf_comm_peers *p, beat_msg *m, double now)
         }
     }
     if (m->blocked) {
-        tf_comm_event e = l->ring[m->blocked % TF_COMM_RECORDER_DEPTH];
-        if (e.seq == m->blocked) {
+        if (tf_comm_rec_event(l, m->blocked, &e)) {
             m->blocked_kind = e.kind;
             m->blocked_age = now - e.t_enter;
             m->bucket = e.bucket;

@@ -52,6 +52,24 @@ static const char *where_name(int where)
 
 /* --- the rank's side ------------------------------------------------------------- */
 
+/* The log is read while its rank writes it (the launcher's watchdog thread, or
+ * another process through shared memory): every field another thread may
+ * read is stored and loaded atomically (relaxed: seq, entered, where and
+ * blocked order them with release and acquire), so a reader sees an old or a
+ * new value, never a torn one, and no access is a data race (ThreadSanitizer
+ * reported the plain ones with comm dp-master, whose ranks are threads). */
+#define REL_STORE(field, value)                                                                   \
+    do {                                                                                         \
+        __typeof__(field) v_ = (value);                                                          \
+        __atomic_store(&(field), &v_, __ATOMIC_RELAXED);                                         \
+    } while (0)
+#define REL_LOAD(field)                                                                           \
+    __extension__({                                                                              \
+        __typeof__((field) + 0) v_; /* not const: the field's arithmetic type */                 \
+        __atomic_load(&(field), &v_, __ATOMIC_RELAXED);                                          \
+        v_;                                                                                      \
+    })
+
 static double now_s(void)
 {
     struct timespec ts;
@@ -62,9 +80,9 @@ static double now_s(void)
 void tf_comm_rec_where(tf_comm_rank_log *l, tf_comm_where where, int64_t step, int micro)
 {
     if (!l) return;
-    l->step = step;
-    l->micro = micro;
-    l->where_since = now_s();
+    REL_STORE(l->step, step);
+    REL_STORE(l->micro, (int32_t)micro);
+    REL_STORE(l->where_since, now_s());
     __atomic_store_n(&l->where, (int32_t)where, __ATOMIC_RELEASE);
 }
 
@@ -78,14 +96,14 @@ uint64_t tf_comm_rec_enter(tf_comm_rank_log *l, tf_comm_kind kind, uint64_t byte
     if (!l) return 0;
     uint64_t seq = l->entered + 1;
     tf_comm_event *e = &l->ring[seq % TF_COMM_RECORDER_DEPTH];
-    e->t_exit = 0;
-    e->kind = (int32_t)kind;
-    e->bucket = bucket;
-    e->nbuckets = nbuckets;
-    e->micro = l->micro;
-    e->step = l->step;
-    e->bytes = bytes;
-    e->t_enter = now_s();
+    REL_STORE(e->t_exit, 0.0);
+    REL_STORE(e->kind, (int32_t)kind);
+    REL_STORE(e->bucket, (int32_t)bucket);
+    REL_STORE(e->nbuckets, (int32_t)nbuckets);
+    REL_STORE(e->micro, l->micro);
+    REL_STORE(e->step, l->step);
+    REL_STORE(e->bytes, (uint64_t)bytes);
+    REL_STORE(e->t_enter, now_s());
     __atomic_store_n(&e->seq, seq, __ATOMIC_RELEASE);
     __atomic_store_n(&l->entered, seq, __ATOMIC_RELEASE);
     return seq;
@@ -95,12 +113,36 @@ void tf_comm_rec_exit(tf_comm_rank_log *l, uint64_t seq)
 {
     if (!l || !seq) return;
     tf_comm_event *e = &l->ring[seq % TF_COMM_RECORDER_DEPTH];
-    if (__atomic_load_n(&e->seq, __ATOMIC_ACQUIRE) == seq) e->t_exit = now_s();
+    if (__atomic_load_n(&e->seq, __ATOMIC_ACQUIRE) == seq) REL_STORE(e->t_exit, now_s());
 }
 
 void tf_comm_rec_block(tf_comm_rank_log *l, uint64_t seq)
 {
     if (l) __atomic_store_n(&l->blocked, seq, __ATOMIC_RELEASE);
+}
+
+bool tf_comm_rec_event(const tf_comm_rank_log *l, uint64_t seq, tf_comm_event *out)
+{
+    const tf_comm_event *src = &l->ring[seq % TF_COMM_RECORDER_DEPTH];
+    *out = (tf_comm_event){
+        .seq = __atomic_load_n(&src->seq, __ATOMIC_ACQUIRE),
+        .kind = REL_LOAD(src->kind),
+        .bucket = REL_LOAD(src->bucket),
+        .nbuckets = REL_LOAD(src->nbuckets),
+        .micro = REL_LOAD(src->micro),
+        .step = REL_LOAD(src->step),
+        .bytes = REL_LOAD(src->bytes),
+        .t_enter = REL_LOAD(src->t_enter),
+        .t_exit = REL_LOAD(src->t_exit),
+    };
+    return out->seq == seq;
+}
+
+void tf_comm_rec_position(const tf_comm_rank_log *l, int64_t *step, int32_t *micro, double *where_since)
+{
+    *step = REL_LOAD(l->step);
+    *micro = REL_LOAD(l->micro);
+    *where_since = REL_LOAD(l->where_since);
 }
 
 struct tf_comm_heartbeat {
@@ -116,7 +158,7 @@ static void *beat(void *arg)
     tf_comm_heartbeat *h = arg;
     pthread_mutex_lock(&h->mu);
     while (!h->stop) {
-        h->l->heartbeat = now_s();
+        REL_STORE(h->l->heartbeat, now_s());
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);
         long ns = until.tv_nsec + (long)(TF_COMM_HEARTBEAT_S * 1e9);
@@ -135,11 +177,11 @@ tf_comm_heartbeat *tf_comm_heartbeat_start(tf_comm_rank_log *l)
     h->l = l;
     pthread_mutex_init(&h->mu, NULL);
     pthread_cond_init(&h->cv, NULL);
-    l->heartbeat = now_s();
+    REL_STORE(l->heartbeat, now_s());
     if (pthread_create(&h->th, NULL, beat, h) != 0) {
         pthread_cond_destroy(&h->cv);
         pthread_mutex_destroy(&h->mu);
-        l->heartbeat = 0;
+        REL_STORE(l->heartbeat, 0.0);
         free(h);
         return NULL;
     }
@@ -154,7 +196,7 @@ void tf_comm_heartbeat_stop(tf_comm_heartbeat *h)
     pthread_cond_signal(&h->cv);
     pthread_mutex_unlock(&h->mu);
     pthread_join(h->th, NULL);
-    h->l->heartbeat = 0;
+    REL_STORE(h->l->heartbeat, 0.0);
     pthread_cond_destroy(&h->cv);
     pthread_mutex_destroy(&h->mu);
     free(h);
@@ -190,17 +232,18 @@ static void view(const tf_comm_rank_log *l, rank_view *v)
     memset(v, 0, sizeof *v);
     v->entered = __atomic_load_n(&l->entered, __ATOMIC_ACQUIRE);
     v->where = __atomic_load_n(&l->where, __ATOMIC_ACQUIRE);
-    v->step = l->step;
-    v->micro = l->micro;
-    v->where_since = l->where_since;
-    v->heartbeat = l->heartbeat;
-    v->remote = l->remote != 0;
-    v->unknown = l->remote == 2;
+    int32_t micro;
+    tf_comm_rec_position(l, &v->step, &micro, &v->where_since);
+    v->micro = micro;
+    v->heartbeat = REL_LOAD(l->heartbeat);
+    int32_t remote = REL_LOAD(l->remote);
+    v->remote = remote != 0;
+    v->unknown = remote == 2;
     uint64_t blocked = __atomic_load_n(&l->blocked, __ATOMIC_ACQUIRE);
     uint64_t lo = v->entered > TF_COMM_RECORDER_DEPTH ? v->entered - TF_COMM_RECORDER_DEPTH + 1 : 1;
     for (uint64_t s = lo; s <= v->entered && s; s++) {
-        tf_comm_event e = l->ring[s % TF_COMM_RECORDER_DEPTH];
-        if (e.seq != s) continue; /* being rewritten */
+        tf_comm_event e;
+        if (!tf_comm_rec_event(l, s, &e)) continue; /* being rewritten */
         if (s == v->entered) {
             v->last = e;
             v->has_last = true;

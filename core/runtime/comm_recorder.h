@@ -104,6 +104,12 @@ void tf_comm_rec_exit(tf_comm_rank_log *l, uint64_t seq);
  * has returned from it (seq 0). A rank with a collective in flight that is
  * not blocked is computing: when others wait, it is the one behind. */
 void tf_comm_rec_block(tf_comm_rank_log *l, uint64_t seq);
+/* Reading a log another thread writes (the launcher's watchdog, the heartbeat
+ * sender): event seq as it stands (false when its slot holds another one,
+ * being rewritten), and the rank's step, micro-batch and since when it is
+ * where it is, each field loaded atomically. */
+bool tf_comm_rec_event(const tf_comm_rank_log *l, uint64_t seq, tf_comm_event *out);
+void tf_comm_rec_position(const tf_comm_rank_log *l, int64_t *step, int32_t *micro, double *where_since);
 
 /* A thread of this process that beats every TF_COMM_HEARTBEAT_S into the
  * slot, so a watcher tells a stopped or dead process (no beats) from one

@@ -30,44 +30,9 @@
 # comm-nccl driver, and the normal tree in DIR/build (tfcore, the CPU
 # plugins, comm-mpi; tests/params_diff is built there when missing).
 set -u
-emu=${1:-${TFCORE_EMU_DIR:-}}
-[ -n "$emu" ] && [ -f "$emu/tfcore-comm-nccl.so" ] || {
-    echo "usage: run_parallel_emu.sh DIR (the folder scripts/build-cuda-emu.sh DIR filled)" >&2
-    exit 2
-}
-emu=$(cd "$emu" && pwd)
-build="$emu/build"
-tfcore="$build/core/tfcore"
-diff_tool="$build/tests/params_diff"
+setup_name=run_parallel_emu
+. "$(dirname "$0")/train_setup.sh"
 drv="$emu/comm-nccl-driver"
-[ -x "$diff_tool" ] || nice make -s -C "$build" tests/params_diff >/dev/null || {
-    echo "FAIL: building $diff_tool"
-    exit 1
-}
-case ":${TFCORE_PLUGIN_PATH:-}:" in
-*":$emu:"*) ;;
-*) export TFCORE_PLUGIN_PATH="$emu${TFCORE_PLUGIN_PATH:+:$TFCORE_PLUGIN_PATH}" ;;
-esac
-export TFCORE_EMU_DEVICES=4
-# a rank that makes no progress this long is an error of the NCCL stand-in
-export TFCORE_EMU_NCCL_TIMEOUT_S=120
-OMPI_MCA_btl="self,vader"
-OMPI_ALLOW_RUN_AS_ROOT=1
-OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_btl OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM
-tmp=$(mktemp -d /tmp/tfcore-emu-parallel-XXXXXX)
-trap '[ -n "${KEEP:-}" ] || rm -rf "$tmp"' EXIT
-fail=0
-last=$(date +%s)
-took() { now=$(date +%s); took_s=$((now - last)); last=$now; }
-pass() { took; echo "PASS: $1 [$took_s s]"; }
-bad() { # NAME [FILE...]: the case failed; show the end of its output
-    took
-    echo "FAIL: $1 [$took_s s]"
-    shift
-    for f in "$@"; do [ -f "$f" ] && tail -n 15 "$f" | sed 's/^/    /'; done
-    fail=1
-}
 
 # cfg NAME PER_DEVICE BACKEND [COMM_SECTION]: bert-tiny without dropout (as
 # tests/test_parallel.sh, on the given backend)
@@ -87,7 +52,6 @@ training = { output_dir = "$tmp/$1"; max_steps = ${STEPS:-3}; per_device_train_b
 ${4:-}
 CFG
 }
-train() { "$tfcore" -c "$tmp/$1.cfg" >"$tmp/$1.out" 2>&1; }
 # equivalent NAME: NAME trained and ends with base's parameters (1e-5 relative)
 equivalent() {
     if ! train "$1"; then bad "$1: tfcore train failed" "$tmp/$1.out"; return; fi

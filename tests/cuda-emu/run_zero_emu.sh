@@ -14,46 +14,19 @@
 # Usage: tests/cuda-emu/run_zero_emu.sh DIR (or TFCORE_EMU_DIR=DIR), DIR
 # being what scripts/build-cuda-emu.sh DIR filled.
 set -u
-emu=${1:-${TFCORE_EMU_DIR:-}}
-[ -n "$emu" ] && [ -f "$emu/tfcore-comm-nccl.so" ] || {
-    echo "usage: run_zero_emu.sh DIR (the folder scripts/build-cuda-emu.sh DIR filled)" >&2
-    exit 2
-}
-emu=$(cd "$emu" && pwd)
-build="$emu/build"
-tfcore="$build/core/tfcore"
-diff_tool="$build/tests/params_diff"
-[ -x "$diff_tool" ] || nice make -s -C "$build" tests/params_diff >/dev/null || {
-    echo "FAIL: building $diff_tool"
-    exit 1
-}
-case ":${TFCORE_PLUGIN_PATH:-}:" in
-*":$emu:"*) ;;
-*) export TFCORE_PLUGIN_PATH="$emu${TFCORE_PLUGIN_PATH:+:$TFCORE_PLUGIN_PATH}" ;;
-esac
-export TFCORE_EMU_DEVICES=4
-export TFCORE_EMU_NCCL_TIMEOUT_S=120
-OMPI_MCA_btl="self,vader"
-OMPI_ALLOW_RUN_AS_ROOT=1
-OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_btl OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM
-tmp=$(mktemp -d /tmp/tfcore-emu-zero-XXXXXX)
-trap '[ -n "${KEEP:-}" ] || rm -rf "$tmp"' EXIT
-fail=0
-pass() { echo "PASS: $1"; }
-bad() { # NAME [FILE...]
-    echo "FAIL: $1"
-    shift
-    for f in "$@"; do [ -f "$f" ] && tail -n 15 "$f" | sed 's/^/    /'; done
-    fail=1
-}
+setup_name=run_zero_emu
+. "$(dirname "$0")/train_setup.sh"
 
-# cfg NAME PER_DEVICE COMM_SECTION [TRAINING_KEYS]
+# cfg NAME PER_DEVICE COMM_SECTION [TRAINING_KEYS]. TF_TEST_SMALL=2 (the
+# sanitizer trees): a 2048-token vocabulary and 16-token sequences, as
+# run_parallel_emu.sh
+vocab="" seq=32
+[ "${TF_TEST_SMALL:-}" = 2 ] && vocab="vocab_size = 2048;" seq=16
 cfg() {
     cat >"$tmp/$1.cfg" <<CFG
-model = { plugin = "bert"; preset = "bert-tiny"; task = "classification"; num_labels = 2;
+model = { plugin = "bert"; preset = "bert-tiny"; task = "classification"; num_labels = 2; $vocab
           max_position_embeddings = 64; hidden_dropout_prob = 0.0; attention_probs_dropout_prob = 0.0; };
-data = { plugin = "synthetic"; task = "classification"; num_labels = 2; seq_len = 32;
+data = { plugin = "synthetic"; task = "classification"; num_labels = 2; seq_len = $seq;
          num_examples = 96; eval_examples = 0; learnable = true; };
 backend = { plugin = "cuda"; };
 training = { output_dir = "$tmp/$1"; max_steps = ${STEPS:-3}; per_device_train_batch_size = $2;
@@ -62,7 +35,6 @@ training = { output_dir = "$tmp/$1"; max_steps = ${STEPS:-3}; per_device_train_b
 $3
 CFG
 }
-train() { "$tfcore" -c "$tmp/$1.cfg" >"$tmp/$1.out" 2>&1; }
 # equivalent REF NAME: NAME trains and ends with REF's parameters (1e-5 relative)
 equivalent() {
     if ! train "$2"; then bad "$2: tfcore train failed" "$tmp/$2.out"; return; fi
