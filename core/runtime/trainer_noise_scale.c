@@ -41,6 +41,8 @@ tf_status tf_noise_setup(tf_trainer *t, tf_error *err)
     }
     tf_status st = t->bvt->alloc(t->be, TF_NOISE_SLOTS * sizeof(float), TF_MEM_DEVICE, (void **)&p->dev_sq, err);
     if (st) return st;
+    if ((st = t->bvt->stream_create(t->be, &p->stream, err))) return st;
+    if ((st = t->bvt->event_create(t->be, &p->taken_ev, err))) return st;
     /* DDP and ZeRO-1 reduce in buckets during the last backward: each
      * bucket's piece is taken just before its all-reduce starts */
     if (p->mode == TF_NOISE_RANKS && t->buckets.inflight) {
@@ -54,6 +56,10 @@ void tf_noise_free(tf_trainer *t)
 {
     if (t->noise.dev_sq && t->be) t->bvt->free(t->be, t->noise.dev_sq, TF_MEM_DEVICE);
     t->noise.dev_sq = NULL;
+    if (t->noise.taken_ev && t->be) t->bvt->event_destroy(t->be, t->noise.taken_ev);
+    if (t->noise.stream && t->be) t->bvt->stream_destroy(t->be, t->noise.stream);
+    t->noise.taken_ev = NULL;
+    t->noise.stream = NULL;
 }
 
 void tf_noise_step_begin(tf_trainer *t)
@@ -77,9 +83,13 @@ static tf_status read_back(tf_trainer *t, tf_error *err)
     tf_noise_probe *p = &t->noise;
     if (!p->nslots) return TF_OK;
     float host[TF_NOISE_SLOTS];
-    tf_status st = t->bvt->memcpy(t->be, host, p->dev_sq, p->nslots * sizeof(float), TF_COPY_DEVICE_TO_HOST, NULL);
+    /* on the probe's own stream, after the last piece: by the time this runs
+     * the compute stream may wait on DDP's buckets (the comm stream) */
+    tf_status st = t->bvt->stream_wait_event(t->be, p->stream, p->taken_ev);
+    if (!st)
+        st = t->bvt->memcpy(t->be, host, p->dev_sq, p->nslots * sizeof(float), TF_COPY_DEVICE_TO_HOST, p->stream);
     if (st) return tf_error_set(err, st, "reading the gradient noise scale's squared norms back from the backend failed");
-    if ((st = t->bvt->stream_sync(t->be, NULL, err))) return st;
+    if ((st = t->bvt->stream_sync(t->be, p->stream, err))) return st;
     for (size_t i = 0; i < p->nslots; i++) p->raw += host[i];
     p->nslots = 0;
     return TF_OK;
@@ -94,6 +104,8 @@ tf_status tf_noise_take(tf_trainer *t, const float *grads, size_t n, tf_error *e
     /* queued on the compute stream after the backward that wrote grads, so
      * before any reduction started later reads or overwrites them */
     if ((st = t->bvt->sum_squares(t->be, NULL, grads, n, p->dev_sq + p->nslots, err))) return st;
+    if ((st = t->bvt->event_record(t->be, p->taken_ev, NULL)))
+        return tf_error_set(err, st, "recording the gradient noise scale's event on the compute stream failed");
     p->nslots++;
     p->taken = true;
     return TF_OK;

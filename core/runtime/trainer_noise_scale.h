@@ -48,6 +48,10 @@ typedef struct tf_noise_probe {
     tf_noise_scale est;
     double m0, m;          /* statistics.reference_batch_size, the run's global batch */
     float *dev_sq;         /* [TF_NOISE_SLOTS] f32 backend memory: the pieces' squared norms */
+    struct tf_stream *stream; /* reads dev_sq back: waits for the pieces only (event), never for
+                                 the compute stream's later waits on the comm stream, which a
+                                 stopped peer would make endless outside comm.timeout_s */
+    struct tf_event *taken_ev; /* recorded on the compute stream after each piece */
     size_t nslots;         /* slots queued this step */
     double raw;            /* read-back pieces of this step (loss-scaled gradients) */
     bool taken;            /* a piece was queued this step */
