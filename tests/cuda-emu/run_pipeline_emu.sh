@@ -11,35 +11,8 @@
 # Usage: tests/cuda-emu/run_pipeline_emu.sh DIR (or TFCORE_EMU_DIR=DIR), DIR
 # being what scripts/build-cuda-emu.sh DIR filled.
 set -u
-emu=${1:-${TFCORE_EMU_DIR:-}}
-[ -n "$emu" ] && [ -f "$emu/tfcore-comm-nccl.so" ] || {
-    echo "usage: run_pipeline_emu.sh DIR (the folder scripts/build-cuda-emu.sh DIR filled)" >&2
-    exit 2
-}
-emu=$(cd "$emu" && pwd)
-build="$emu/build"
-tfcore="$build/core/tfcore"
-diff_tool="$build/tests/params_diff"
-[ -x "$diff_tool" ] || nice make -s -C "$build" tests/params_diff >/dev/null || {
-    echo "FAIL: building $diff_tool"
-    exit 1
-}
-case ":${TFCORE_PLUGIN_PATH:-}:" in
-*":$emu:"*) ;;
-*) export TFCORE_PLUGIN_PATH="$emu${TFCORE_PLUGIN_PATH:+:$TFCORE_PLUGIN_PATH}" ;;
-esac
-export TFCORE_EMU_DEVICES=4
-export TFCORE_EMU_NCCL_TIMEOUT_S=120
-tmp=$(mktemp -d /tmp/tfcore-emu-pipeline-XXXXXX)
-trap '[ -n "${KEEP:-}" ] || rm -rf "$tmp"' EXIT
-fail=0
-pass() { echo "PASS: $1"; }
-bad() { # NAME [FILE...]
-    echo "FAIL: $1"
-    shift
-    for f in "$@"; do [ -f "$f" ] && tail -n 15 "$f" | sed 's/^/    /'; done
-    fail=1
-}
+setup_name=run_pipeline_emu
+. "$(dirname "$0")/train_setup.sh"
 
 # cfg NAME PER_DEVICE [SECTIONS]: bert-tiny (2 layers), global batch PER_DEVICE x replicas
 cfg() {
@@ -55,7 +28,6 @@ training = { output_dir = "$tmp/$1"; max_steps = 3; per_device_train_batch_size 
 ${3:-}
 CFG
 }
-train() { "$tfcore" -c "$tmp/$1.cfg" >"$tmp/$1.out" 2>&1; }
 pipe() { # SCHEDULE REPLICAS: 2 stages x 4 micro-batches over nccl
     printf 'comm = { plugin = "nccl"; world_size = %s; };\npipeline = { stages = 2; micro_batches = 4; schedule = "%s"; };' \
         "$((2 * $2))" "$1"

@@ -1,5 +1,5 @@
 # train_setup.sh — the setup the multi-rank training scripts share
-# (run_parallel_emu.sh, run_zero_emu.sh); sourced, not run:
+# (run_parallel_emu.sh, run_zero_emu.sh, run_pipeline_emu.sh); sourced, not run:
 #   setup_name=run_x_emu; . "$(dirname "$0")/train_setup.sh"
 # setup_name names the script in its usage line and its temporary folder.
 # Takes DIR (the script's first argument, or TFCORE_EMU_DIR: what
