@@ -84,11 +84,43 @@ void tf_grad_buckets_begin(tf_grad_buckets *b)
     tf_grad_buckets_trace(b, "backward_begin", 0, 0);
 }
 
+/* Wait for inflight[nwaited] and hand it to retire (to_owners). An error
+ * is kept in b->st (or, once one is, this wait's is dropped). */
+static void wait_next(tf_grad_buckets *b, tf_error *err, tf_status *st)
+{
+    tf_grad_bucket *g = &b->inflight[b->nwaited++];
+    tf_error e = {0};
+    if (!*st) tf_comm_rec_block(b->rec, g->seq); /* after an error: the failed one */
+    tf_status w = b->cvt->wait(b->comm, g->req, &e);
+    tf_grad_buckets_trace(b, g->root >= 0 ? "reduce_done" : "allreduce_done", g->offset, g->count);
+    b->inflight_count -= g->count;
+    if (!w && !*st) {
+        tf_comm_rec_exit(b->rec, g->seq);
+        tf_comm_rec_block(b->rec, 0);
+        if (b->to_owners && b->retire) w = b->retire(b->retire_user, g->offset, g->count, g->root == b->rank, &e);
+    }
+    if (w && !*st) *st = tf_error_set(err, w, "%s", e.msg);
+}
+
 /* Start the all-reduce (average) of grads[offset, offset+count), or
  * (root >= 0) its reduction to rank root. */
 static void start_part(tf_grad_buckets *b, size_t offset, size_t count, int root)
 {
     if (b->st || count == 0) return;
+    if (b->to_owners) {
+        /* at most two buckets' worth in flight: a part another rank owns stays
+         * resident until its reduction is waited for, and a range as large as
+         * the word embeddings' (reported at once) would otherwise be in flight
+         * whole, as would MPI's reads of it */
+        double t0 = tf_now();
+        bool waited = false;
+        while (!b->st && b->nwaited < b->ninflight && b->inflight_count + count > 2 * b->cap) {
+            wait_next(b, &b->err, &b->st);
+            waited = true;
+        }
+        if (waited) b->early_wait += tf_now() - t0;
+        if (b->st) return;
+    }
     if (b->ninflight == b->capacity) {
         tf_grad_bucket *g = realloc(b->inflight, 2 * b->capacity * sizeof *g);
         if (!g) {
@@ -120,24 +152,6 @@ static void start_part(tf_grad_buckets *b, size_t offset, size_t count, int root
         b->ninflight++;
         b->inflight_count += count;
     }
-}
-
-/* Wait for inflight[nwaited] and hand it to retire (to_owners). An error
- * is kept in b->st (or, once one is, this wait's is dropped). */
-static void wait_next(tf_grad_buckets *b, tf_error *err, tf_status *st)
-{
-    tf_grad_bucket *g = &b->inflight[b->nwaited++];
-    tf_error e = {0};
-    if (!*st) tf_comm_rec_block(b->rec, g->seq); /* after an error: the failed one */
-    tf_status w = b->cvt->wait(b->comm, g->req, &e);
-    tf_grad_buckets_trace(b, g->root >= 0 ? "reduce_done" : "allreduce_done", g->offset, g->count);
-    b->inflight_count -= g->count;
-    if (!w && !*st) {
-        tf_comm_rec_exit(b->rec, g->seq);
-        tf_comm_rec_block(b->rec, 0);
-        if (b->to_owners && b->retire) w = b->retire(b->retire_user, g->offset, g->count, g->root == b->rank, &e);
-    }
-    if (w && !*st) *st = tf_error_set(err, w, "%s", e.msg);
 }
 
 /* Start grads[offset, offset+count): one all-reduce, or (to_owners) one

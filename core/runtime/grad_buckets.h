@@ -62,7 +62,8 @@ typedef struct tf_grad_buckets {
     size_t last_nbuckets;      /* buckets the previous step had (the recorder's "of n"; 0: first step) */
     FILE *trace;               /* TFCORE_TRACE_COMM: one line per event, or NULL */
     double trace_t0;
-    /* to_owners (ZeRO-2) */
+    /* to_owners (ZeRO-2): a start first waits for the oldest buckets until at
+     * most two buckets' worth (2 * cap elements) is in flight */
     bool to_owners;
     int world, rank;
     size_t *bounds;            /* [world + 1] rank r owns grads[bounds[r], bounds[r+1]) */
