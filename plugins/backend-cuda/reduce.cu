@@ -79,11 +79,22 @@ cudaError_t sum_rows_launch(cudaStream_t s, const void *dy, int rows, int cols, 
 }
 
 // --- sum_squares ----------------------------------------------------------------------------
-// SQ_PIECES blocks, each summing one contiguous piece (strided by thread, a
+// sq_pieces(n) blocks, each summing one contiguous piece (strided by thread, a
 // fixed tree across the block); then one block adds the pieces by a fixed tree.
+// The piece count depends on n only (the same bits on every run): one piece per
+// SQ_PER_PIECE elements, at most SQ_PIECES, so a gradient bucket of a few
+// thousand elements (the noise scale's per-bucket norms) launches a few blocks,
+// not 1024 mostly idle ones.
 
 #define SQ_PIECES 1024
 #define SQ_THREADS 256
+#define SQ_PER_PIECE 8192
+
+static unsigned sq_pieces(size_t n)
+{
+    size_t p = (n + SQ_PER_PIECE - 1) / SQ_PER_PIECE;
+    return p < 1 ? 1u : p > SQ_PIECES ? (unsigned)SQ_PIECES : (unsigned)p;
+}
 
 // In-block sum of v over blockDim.x (a power of two) threads, fixed order.
 template <int THREADS>
@@ -102,7 +113,7 @@ __device__ double block_sum(double v, double *sh)
 __global__ void sum_squares_pieces_kernel(const float *x, size_t n, double *partial)
 {
     __shared__ double sh[SQ_THREADS];
-    size_t chunk = (n + SQ_PIECES - 1) / SQ_PIECES;
+    size_t chunk = (n + gridDim.x - 1) / gridDim.x;
     size_t lo = (size_t)blockIdx.x * chunk;
     size_t hi = lo + chunk < n ? lo + chunk : n;
     double acc = 0.0;
@@ -114,10 +125,10 @@ __global__ void sum_squares_pieces_kernel(const float *x, size_t n, double *part
     if (threadIdx.x == 0) partial[blockIdx.x] = total;
 }
 
-__global__ void sum_squares_finish_kernel(const double *partial, float *out)
+__global__ void sum_squares_finish_kernel(const double *partial, unsigned pieces, float *out)
 {
     __shared__ double sh[SQ_PIECES];
-    double total = block_sum<SQ_PIECES>(partial[threadIdx.x], sh);
+    double total = block_sum<SQ_PIECES>(threadIdx.x < pieces ? partial[threadIdx.x] : 0.0, sh);
     if (threadIdx.x == 0) *out = (float)total;
 }
 
@@ -156,10 +167,11 @@ size_t tfc_sum_squares_workspace_bytes(void) { return SQ_PIECES * sizeof(double)
 cudaError_t tfc_sum_squares(cudaStream_t s, const float *x, size_t n, float *out, void *workspace)
 {
     double *partial = (double *)workspace;
-    TFCB_LAUNCH(sum_squares_pieces_kernel, SQ_PIECES, SQ_THREADS, 0, s)(x, n, partial);
+    unsigned pieces = sq_pieces(n);
+    TFCB_LAUNCH(sum_squares_pieces_kernel, pieces, SQ_THREADS, 0, s)(x, n, partial);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return e;
-    TFCB_LAUNCH(sum_squares_finish_kernel, 1, SQ_PIECES, 0, s)(partial, out);
+    TFCB_LAUNCH(sum_squares_finish_kernel, 1, SQ_PIECES, 0, s)(partial, pieces, out);
     return cudaGetLastError();
 }
 
