@@ -22,7 +22,8 @@
 # instruments everything, the normal tree included (a sanitized plugin needs a
 # sanitized process). JOBS (default 2) sets make's parallelism; CC and CXX
 # (default gcc and g++) the compilers, for every part (scripts/test-emulated-gpu.sh
-# builds its ThreadSanitizer tree with clang-16: LLVM's ThreadSanitizer runtime).
+# builds its ThreadSanitizer tree with clang-16: LLVM's ThreadSanitizer runtime);
+# EMU_TREE an existing normal tree to use as DIR/build (step 1 below).
 set -euo pipefail
 top="$(cd "$(dirname "$0")/.." && pwd)"
 san="${SAN:-}"
@@ -50,8 +51,18 @@ jobs="${JOBS:-2}"
 emu="$top/tests/cuda-emu"
 cc="${CC:-gcc}" cxx="${CXX:-g++}"
 
-# 1. the normal tree, CUDA off
+# 1. the normal tree, CUDA off. EMU_TREE=PATH: an existing tree configured
+# --without-cuda with the same compilers and flags (scripts/test-all.sh's
+# AddressSanitizer tree), linked as DIR/build rather than built again.
 [ -x "$top/configure" ] || (cd "$top" && ./autogen.sh >/dev/null)
+if [ -n "${EMU_TREE:-}" ]; then
+    [ -f "$EMU_TREE/Makefile" ] || { echo "build-cuda-emu.sh: EMU_TREE=$EMU_TREE is not a configured tree" >&2; exit 2; }
+    if [ -e "$dir/build" ] && [ ! -L "$dir/build" ]; then
+        echo "build-cuda-emu.sh: $dir/build is a tree of its own; remove it to use EMU_TREE=$EMU_TREE" >&2
+        exit 2
+    fi
+    ln -sfn "$(cd "$EMU_TREE" && pwd)" "$dir/build"
+fi
 mkdir -p "$dir/build"
 (cd "$dir/build" && { [ -f Makefile ] || "$top/configure" -q --without-cuda CC="$cc" CXX="$cxx" \
     CFLAGS="-g $opt $sanflags" LDFLAGS="$sanflags"; } && nice make -s -j"$jobs" >/dev/null)
@@ -62,7 +73,7 @@ core_lib="$dir/build/core/.libs"
 cppflags=(-D_GNU_SOURCE -DTFC_EMULATED "-DTF_PLUGIN_DESC_SUFFIX=\" (emulated, tests only)\""
     -I"$emu/include" -I"$emu" -I"$top/core/include" -I"$dir/build")
 common=(-g "$opt" -fPIC -pthread $sanflags)
-cflags=(-std=c17 "${common[@]}" -Wall -Wno-unused-parameter)
+cflags=(-std=c17 "${common[@]}" -Wall -Wno-unused-parameter -Werror=implicit-function-declaration)
 # -fno-strict-aliasing: kernels type-pun through pointers (a __half2 read as
 # uint32_t, uint4 tiles read as T), which CUDA's compiler allows and g++'s
 # aliasing rules would let it drop. -ffp-contract=off: no fused multiply-adds

@@ -66,11 +66,16 @@ FUZZ_OUT="$top/build-asan/fuzz-out" "$top/scripts/fuzz.sh" "${FUZZ_SECONDS:-15}"
 # the rest. Their output goes to build-asan/check.out, shown when they end.
 step "unit tests under ASan + UBSan beside backend-cuda, comm-nccl and 16-bit on emulated GPUs (build-asan/, build-emu/)"
 mkdir -p build-asan
+san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+# build-asan/ is also the emulated suite's AddressSanitizer tree (ASAN_TREE:
+# the same configuration build-cuda-emu.sh would make), so it is built first,
+# with the two test programs that suite's scripts use; the unit tests' own
+# programs are built by their make check
+(cd build-asan && { [ -f Makefile ] || ../configure -q --without-cuda CFLAGS="-g -O1 $san" LDFLAGS="$san"; } && \
+    make -s -j"$jobs" && make -s -j"$jobs" tests/model_bert_driver tests/params_diff) || exit 1
 asan_unit_tests() {
     local t0=$(date +%s)
-    local san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
-    if (cd build-asan && { [ -f Makefile ] || ../configure -q --without-cuda CFLAGS="-g -O1 $san" LDFLAGS="$san"; } && \
-        make -s -j"$jobs" && \
+    if (cd build-asan && \
         ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 \
         TFCORE_SKIP_REF=1 make -s -j"$jobs" check); then
         echo "unit tests under ASan + UBSan: passed ($(($(date +%s) - t0)) s)"
@@ -83,7 +88,7 @@ asan_unit_tests() {
 asan_unit_tests >build-asan/check.out 2>&1 </dev/null &
 asan_pid=$!
 emu_rc=0
-"$top/scripts/test-emulated-gpu.sh" "$top/build-emu" || emu_rc=1
+ASAN_TREE="$top/build-asan" "$top/scripts/test-emulated-gpu.sh" "$top/build-emu" || emu_rc=1
 asan_rc=0
 wait "$asan_pid" || asan_rc=1
 echo "--- build-asan/check.out"

@@ -32,7 +32,10 @@
 # expression: only the cases whose names match, e.g. '\.thread$', to rerun a
 # part by hand; CI runs all); TREES (default "plain address thread": which
 # builds to make and run); TSAN_CC, TSAN_CXX (default clang-16, clang++-16:
-# the thread tree's compilers); TSAN_ALL=1: run_parallel_emu.sh and
+# the thread tree's compilers); ASAN_TREE (scripts/test-all.sh): a normal
+# tree configured --without-cuda with AddressSanitizer + UBSan as
+# build-cuda-emu.sh's, used as DIR-address/build instead of a second build
+# of the same; TSAN_ALL=1: run_parallel_emu.sh and
 # run_zero_emu.sh under ThreadSanitizer too (about 800 s of CPU each).
 set -uo pipefail
 top="$(cd "$(dirname "$0")/.." && pwd)"
@@ -59,9 +62,11 @@ fail() {
 # thread to it (tests/cuda-emu/README.md, "What it costs").
 tsan_cc="${TSAN_CC:-clang-16}" tsan_cxx="${TSAN_CXX:-clang++-16}"
 build() { # build DIR [SAN]
-    local t0=$(date +%s) cc="${CC:-gcc}" cxx="${CXX:-g++}"
+    local t0=$(date +%s) cc="${CC:-gcc}" cxx="${CXX:-g++}" tree=""
     [ "${2:-}" = thread ] && cc="$tsan_cc" cxx="$tsan_cxx"
-    if CC="$cc" CXX="$cxx" SAN="${2:-}" "$top/scripts/build-cuda-emu.sh" "$1" >"$log/build${2:+-$2}.log" 2>&1; then
+    [ "${2:-}" = address ] && tree="${ASAN_TREE:-}"
+    if EMU_TREE="$tree" CC="$cc" CXX="$cxx" SAN="${2:-}" "$top/scripts/build-cuda-emu.sh" "$1" \
+        >"$log/build${2:+-$2}.log" 2>&1; then
         pass "build-cuda-emu.sh${2:+ (SAN=$2)} ($(($(date +%s) - t0)) s)"
         return 0
     fi
