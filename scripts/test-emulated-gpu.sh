@@ -36,7 +36,7 @@
 # tree configured --without-cuda with AddressSanitizer + UBSan as
 # build-cuda-emu.sh's, used as DIR-address/build instead of a second build
 # of the same; TSAN_ALL=1: run_parallel_emu.sh and
-# run_zero_emu.sh under ThreadSanitizer too (about 800 s of CPU each).
+# run_zero_emu.sh under ThreadSanitizer too (855 and 642 s of CPU, 2026-11-25).
 set -uo pipefail
 top="$(cd "$(dirname "$0")/.." && pwd)"
 dir="${1:-$top/build-emu}"
@@ -232,10 +232,10 @@ queue_tree() { # queue_tree DIR SAN
             sh "$d/build/core/tfcore" "$d/train.fp16.nccl2.cfg" "$d/train-fp16-nccl2"
     fi
     # the multi-rank scripts: minutes each, and a stalled-rank wait. Under
-    # ThreadSanitizer only with TSAN_ALL=1: run_zero_emu.sh took 804 s of CPU
-    # under it (all passed), and in CI (2026-11-25) run_fp16_scaler_emu 464 s,
-    # run_stall_emu 364 s and run_netns_emu 285 s of wall time, more than
-    # CI's 30 minutes hold beside the rest
+    # ThreadSanitizer only with TSAN_ALL=1: run_parallel_emu.sh took 855 s and
+    # run_zero_emu.sh 642 s of CPU under it (idle machine, all passed), and in
+    # CI run_fp16_scaler_emu 464 s, run_stall_emu 364 s and run_netns_emu 285 s
+    # of wall time, more than CI's 30 minutes hold beside the rest
     for s in run_parallel_emu run_zero_emu run_pipeline_emu run_stall_emu run_fp16_scaler_emu run_netns_emu; do
         [ "$san" = thread ] && [ "${TSAN_ALL:-0}" != 1 ] && continue
         [ -f "$top/tests/cuda-emu/$s.sh" ] &&
