@@ -57,6 +57,10 @@ cc="${CC:-gcc}" cxx="${CXX:-g++}"
 [ -x "$top/configure" ] || (cd "$top" && ./autogen.sh >/dev/null)
 if [ -n "${EMU_TREE:-}" ]; then
     [ -f "$EMU_TREE/Makefile" ] || { echo "build-cuda-emu.sh: EMU_TREE=$EMU_TREE is not a configured tree" >&2; exit 2; }
+    grep -q "^CFLAGS = .*${sanflags}" "$EMU_TREE/Makefile" || {
+        echo "build-cuda-emu.sh: EMU_TREE=$EMU_TREE was not configured with CFLAGS holding '$sanflags'" >&2
+        exit 2
+    }
     if [ -e "$dir/build" ] && [ ! -L "$dir/build" ]; then
         echo "build-cuda-emu.sh: $dir/build is a tree of its own; remove it to use EMU_TREE=$EMU_TREE" >&2
         exit 2

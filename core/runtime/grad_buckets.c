@@ -102,6 +102,16 @@ static void wait_next(tf_grad_buckets *b, tf_error *err, tf_status *st)
     if (w && !*st) *st = tf_error_set(err, w, "%s", e.msg);
 }
 
+/* During backward (to_owners): wait for the oldest buckets until at most
+ * `keep` elements are in flight; the time counts as exposed. */
+static void wait_oldest(tf_grad_buckets *b, size_t keep)
+{
+    if (b->st || b->inflight_count <= keep) return;
+    double t0 = tf_now();
+    while (!b->st && b->nwaited < b->ninflight && b->inflight_count > keep) wait_next(b, &b->err, &b->st);
+    b->early_wait += tf_now() - t0;
+}
+
 /* Start the all-reduce (average) of grads[offset, offset+count), or
  * (root >= 0) its reduction to rank root. */
 static void start_part(tf_grad_buckets *b, size_t offset, size_t count, int root)
@@ -111,14 +121,8 @@ static void start_part(tf_grad_buckets *b, size_t offset, size_t count, int root
         /* at most two buckets' worth in flight: a part another rank owns stays
          * resident until its reduction is waited for, and a range as large as
          * the word embeddings' (reported at once) would otherwise be in flight
-         * whole, as would MPI's reads of it */
-        double t0 = tf_now();
-        bool waited = false;
-        while (!b->st && b->nwaited < b->ninflight && b->inflight_count + count > 2 * b->cap) {
-            wait_next(b, &b->err, &b->st);
-            waited = true;
-        }
-        if (waited) b->early_wait += tf_now() - t0;
+         * whole, as would MPI's reads of it (count <= cap) */
+        wait_oldest(b, 2 * b->cap - count);
         if (b->st) return;
     }
     if (b->ninflight == b->capacity) {
@@ -197,12 +201,10 @@ void tf_grad_buckets_ready(void *user, size_t offset, size_t count)
                              offset + count, b->n);
         return;
     }
-    if (b->to_owners && b->nwaited < b->ninflight) {
+    if (b->to_owners) {
         /* the buckets started before this range had its backward to finish in:
          * their memory goes now, before backward writes the next range */
-        double t0 = tf_now();
-        while (!b->st && b->nwaited < b->ninflight) wait_next(b, &b->err, &b->st);
-        b->early_wait += tf_now() - t0;
+        wait_oldest(b, 0);
         if (b->st) return;
     }
     if (b->open_count && offset != b->open_offset + b->open_count) flush(b, true); /* not adjacent */
