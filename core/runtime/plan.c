@@ -71,10 +71,12 @@ static tf_status check_zero(const tf_plan *plan, tf_error *err)
                             "%s: comm.zero_stage = %d needs a DDP-style comm plugin (mpi, nccl); '%s' runs the "
                             "optimizer on rank 0 only (DataParallel), so there is no optimizer state to shard",
                             tf_cfg_where(cs, "zero_stage"), plan->comm.zero_stage, cp->desc->name);
-    if (!TF_HAS(cvt, reduce_scatter) || !TF_HAS(cvt, all_gather) || !cvt->reduce_scatter || !cvt->all_gather)
+    /* the parameters are all-gathered after each step; the gradients reach
+     * their owners by reduce_start (ABI 1.5) or all-reduce, never reduce_scatter */
+    if (!TF_HAS(cvt, all_gather) || !cvt->all_gather)
         return tf_error_set(err, TF_ERR_CONFIG,
-                            "%s: comm.zero_stage = %d needs a comm plugin with reduce_scatter and all_gather "
-                            "(plugin ABI 1.4); '%s' (ABI %u.%u) does not have them",
+                            "%s: comm.zero_stage = %d needs a comm plugin with all_gather "
+                            "(plugin ABI 1.4); '%s' (ABI %u.%u) does not have it",
                             tf_cfg_where(cs, "zero_stage"), plan->comm.zero_stage, cp->desc->name,
                             cp->desc->abi_major, cp->desc->abi_minor);
     if (plan->training.optim == TF_OPTIM_ADAFACTOR)
