@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "host_blas.h"
 #include "tfcore/backend.h"
 #include "tfcore/plugin.h"
 
@@ -419,6 +420,7 @@ static void bench_ops(const shape *sh, int batch, int seq)
 
 int main(int argc, char **argv)
 {
+    tf_host_blas_reexec(argv); /* OpenBLAS's kernels as tfcore's processes get them */
     int threads = argc > 1 ? atoi(argv[1]) : 0, batch = argc > 2 ? atoi(argv[2]) : 16;
     int seq = argc > 3 ? atoi(argv[3]) : 128;
     vt = tfcore_plugin_entry()->vtable;

@@ -12,8 +12,8 @@
 if HAVE_OPENBLAS
 noinst_PROGRAMS = bench/sgemm_ceiling
 bench_sgemm_ceiling_SOURCES = bench/sgemm_ceiling.c
-bench_sgemm_ceiling_CPPFLAGS = $(AM_CPPFLAGS) $(OPENBLAS_CFLAGS)
-bench_sgemm_ceiling_LDADD = $(OPENBLAS_LIBS)
+bench_sgemm_ceiling_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/core/runtime $(OPENBLAS_CFLAGS)
+bench_sgemm_ceiling_LDADD = $(TFCORE_RUNTIME_LIBS) $(OPENBLAS_LIBS)
 endif
 EXTRA_DIST += bench/cpu_vs_torch.sh bench/torch_train_step.py bench/scaling.sh \
 	bench/eval_vs_torch.sh bench/torch_eval_step.py bench/memory_techniques.sh bench/pipeline.sh \

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "host_blas.h"
+
 static double now(void)
 {
     struct timespec ts;
@@ -22,6 +24,7 @@ static int cmp(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
+    tf_host_blas_reexec(argv); /* the kernels tfcore's processes get (core/runtime/host_blas.c) */
     int n = argc > 1 ? atoi(argv[1]) : 2048, reps = argc > 2 ? atoi(argv[2]) : 7;
     if (n < 64 || reps < 1 || reps > 100) {
         fprintf(stderr, "usage: sgemm_ceiling [N >= 64] [REPEATS 1..100]\n");

@@ -50,6 +50,7 @@ core_libtfcore_runtime_la_SOURCES = \
 	core/runtime/clock.c core/runtime/clock.h \
 	core/runtime/mkdirs.c core/runtime/mkdirs.h \
 	core/runtime/registry.c core/runtime/registry.h \
+	core/runtime/host_blas.c core/runtime/host_blas.h \
 	core/runtime/search_path.c core/runtime/search_path.h \
 	core/runtime/plan.c core/runtime/plan.h \
 	core/runtime/stack.c core/runtime/stack.h \

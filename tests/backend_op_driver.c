@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "host_blas.h"
 #include "tfcore/backend.h"
 #include "tfcore/plugin.h"
 
@@ -277,6 +278,7 @@ static void run_sum_rows(void)
 
 int main(int argc, char **argv)
 {
+    tf_host_blas_reexec(argv); /* OpenBLAS's kernels as tfcore's own processes get them */
     if (argc < 3) {
         fprintf(stderr, "usage: backend_op_driver OP DIR [key=value ...]\n");
         return 1;

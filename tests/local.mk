@@ -85,6 +85,8 @@ EXTRA_DIST += tests/test_bad_input.sh
 # `tfcore bench --eval` times the evaluation's work (forward-only batches)
 TESTS += tests/test_bench_eval.sh
 EXTRA_DIST += tests/test_bench_eval.sh
+TESTS += tests/test_host_blas.sh
+EXTRA_DIST += tests/test_host_blas.sh
 # preemption: a stop signal mid-run saves a checkpoint, exits 75, resumes exactly
 TESTS += tests/test_preempt.sh
 EXTRA_DIST += tests/test_preempt.sh

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cpu.h"
+#include "host_blas.h"
 #include "tfcore/backend.h"
 #include "tfcore/config.h"
 #include "tfcore/plugin.h"
@@ -80,6 +81,7 @@ END_TEST
 
 int main(void)
 {
+    tf_host_blas_reexec(NULL); /* OpenBLAS's kernels as tfcore's own processes get them */
     Suite *s = suite_create("backend-cpu threads");
     TCase *tc = tcase_create("threads");
     tcase_add_checked_fixture(tc, setup, NULL);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "registry.h"
+#include "host_blas.h"
 #include "search_path.h"
 #include "tfcore/backend.h"
 #include "tfcore/comm.h"
@@ -190,6 +191,7 @@ static bool consider_file(tf_registry *reg, const char *path, const char *base)
         const char *colon = strstr(ferr.msg, ": ");
         return push_rejected(reg, path, colon ? colon + 2 : ferr.msg);
     }
+    tf_host_blas_prepare(); /* before a plugin loads OpenBLAS, which picks its kernels then */
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         const char *e = dlerror();

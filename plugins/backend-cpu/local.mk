@@ -123,15 +123,15 @@ endif
 # Runs one op on inputs from files, for tests/ref/backend_cpu_vs_torch.py.
 check_PROGRAMS += tests/backend_op_driver
 tests_backend_op_driver_SOURCES = tests/backend_op_driver.c
-tests_backend_op_driver_CPPFLAGS = $(AM_CPPFLAGS)
-tests_backend_op_driver_LDADD = $(BACKEND_CPU_LIB) core/libtfcore.la $(BACKEND_CPU_LIBS)
+tests_backend_op_driver_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/core/runtime
+tests_backend_op_driver_LDADD = $(BACKEND_CPU_LIB) $(TFCORE_RUNTIME_LIBS) $(BACKEND_CPU_LIBS)
 TESTS += tests/ref/backend_cpu_vs_torch.py
 
 # Op timings at BERT shapes (built by `make check`, run by hand: see its header).
 check_PROGRAMS += bench/cpu_ops
 bench_cpu_ops_SOURCES = bench/cpu_ops.c
-bench_cpu_ops_CPPFLAGS = $(AM_CPPFLAGS)
-bench_cpu_ops_LDADD = $(BACKEND_CPU_LIB) core/libtfcore.la $(BACKEND_CPU_LIBS)
+bench_cpu_ops_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/core/runtime
+bench_cpu_ops_LDADD = $(BACKEND_CPU_LIB) $(TFCORE_RUNTIME_LIBS) $(BACKEND_CPU_LIBS)
 endif
 
 EXTRA_DIST += tests/ref/backend_cpu_vs_torch.py plugins/backend-cpu/README.md tests/backend-cpu/fixture.h \

@@ -30,6 +30,7 @@
 #include "cpu.h"
 #include "cpu_math.h"
 #include "cpu_random.h"
+#include "host_blas.h"
 #include "tfcore/backend.h"
 #include "tfcore/config.h"
 #include "tfcore/dtype.h"
@@ -73,6 +74,7 @@ static inline void teardown(void)
  * the fixture, 120 s each. */
 static inline int backend_cpu_main(const char *suite, const tf_test_case *cases, size_t n)
 {
+    tf_host_blas_reexec(NULL); /* OpenBLAS's kernels as tfcore's own processes get them */
     Suite *s = suite_create(suite);
     tf_test_add_cases(s, cases, n, setup, teardown, 120);
     return tf_test_run(s, false) ? EXIT_FAILURE : EXIT_SUCCESS;

@@ -379,7 +379,9 @@ START_TEST(test_attention_rows)
 END_TEST
 
 /* ABI 1.4 varlen: packed sequences give each sequence's rows of the padded
- * slots (right padding, the same global rows: bit for bit on backend-cpu),
+ * slots (right padding, the same global rows: bit for bit on backend-cpu
+ * with the OpenBLAS kernels tfcore asks for, core/runtime/host_blas.c; its
+ * generic Prescott ones round a row differently with the number of rows),
  * forward and backward with dropout; their saved probabilities and keep bits
  * are packed block after block from the start of each region, so a batch
  * touches heads * sum len² of them and nothing past it. */
