@@ -18,7 +18,9 @@
 #      stage 1 and 2, pipelines over nccl);
 #   6. under ThreadSanitizer also 2 fp16 steps with comm nccl x2 and 0.1 MB
 #      buckets; there run_parallel_emu.sh, run_zero_emu.sh and
-#      run_pipeline_emu.sh only with TSAN_ALL=1 (CI's time).
+#      run_pipeline_emu.sh run a case of each path they add (dp-master,
+#      mpi on device buffers, an abort; ZeRO-2; 1F1B), whole with
+#      TSAN_ALL=1 (CI's time).
 # Sanitizer runs prove memory safety and stream ordering, not numerics, so
 # they run their cases on smaller sizes (TF_TEST_SMALL=2, read by the op
 # suites and the run_*.sh scripts, and 2 training steps instead of 30); the
@@ -37,8 +39,8 @@
 # tree configured --without-cuda with AddressSanitizer + UBSan as
 # build-cuda-emu.sh's, used as DIR-address/build instead of a second build
 # of the same; TSAN_ALL=1: run_parallel_emu.sh, run_zero_emu.sh and
-# run_pipeline_emu.sh under ThreadSanitizer too (855, 642 and 296 s of CPU,
-# 2026-11-25).
+# run_pipeline_emu.sh whole under ThreadSanitizer too (855, 642 and 296 s of
+# CPU, 2026-11-25), not their CI subsets.
 set -uo pipefail
 top="$(cd "$(dirname "$0")/.." && pwd)"
 dir="${1:-$top/build-emu}"
@@ -213,7 +215,7 @@ CFG
 }
 
 # queue the cases of one tree, the longest first. Every tree runs every case
-# (the sanitized ones at their sizes; ThreadSanitizer three scripts only with
+# (the sanitized ones at their sizes; ThreadSanitizer three scripts in part without
 # TSAN_ALL=1, below); ThreadSanitizer also runs one training
 # run of its own, fp16 with comm nccl x2 and 0.1 MB buckets (the compute
 # stream, comm-nccl's comm stream and their event waits, the loss scaler's
@@ -234,18 +236,26 @@ queue_tree() { # queue_tree DIR SAN
             sh "$d/build/core/tfcore" "$d/train.fp16.nccl2.cfg" "$d/train-fp16-nccl2"
     fi
     # the multi-rank scripts: minutes each, and a stalled-rank wait. Under
-    # ThreadSanitizer the parallel, ZeRO and pipeline ones only with
-    # TSAN_ALL=1: 855, 642 and 296 s of CPU under it (idle machine, all
-    # passed), more than CI's 30 minutes hold beside the rest; the stall,
-    # fp16-scaler and netns ones took 53, 108 and 31 s of CPU (191, 91 and
-    # 62 s wall, 2026-11-25), so CI runs them
+    # ThreadSanitizer the parallel, ZeRO and pipeline ones run whole only with
+    # TSAN_ALL=1 (855, 642 and 296 s of CPU, 2026-11-25, all passed: more than
+    # CI's 30 minutes hold beside the rest); CI runs the cases each adds
+    # to the fp16 nccl x2 run above, one of each thread and stream path
+    # (EMU_RUNS, train_setup.sh): dp-master's replica threads on two devices,
+    # comm-mpi on device buffers, an abort seen by the peer (the driver);
+    # ZeRO-2's reductions to owners during backward and its all-gather;
+    # 1F1B's grouped send/recv. The stall, fp16-scaler and netns scripts run
+    # whole (53, 108 and 31 s of CPU, 2026-11-25).
     for s in run_stall_emu run_parallel_emu run_zero_emu run_pipeline_emu run_fp16_scaler_emu run_netns_emu; do
-        case "$san:$s" in
-        thread:run_parallel_emu | thread:run_zero_emu | thread:run_pipeline_emu)
-            [ "${TSAN_ALL:-0}" = 1 ] || continue ;;
-        esac
+        local runs=""
+        if [ "$san" = thread ] && [ "${TSAN_ALL:-0}" != 1 ]; then
+            case "$s" in
+            run_parallel_emu) runs="dp2|mpi2|abort2" ;;
+            run_zero_emu) runs="ddp2|z2n2" ;;
+            run_pipeline_emu) runs="one|p2_1f1b" ;;
+            esac
+        fi
         [ -f "$top/tests/cuda-emu/$s.sh" ] &&
-            queue_in script "$d" "$san" "$s$sfx" sh "$top/tests/cuda-emu/$s.sh" "$d"
+            queue_in script "$d" "$san" "$s$sfx" env EMU_RUNS="$runs" sh "$top/tests/cuda-emu/$s.sh" "$d"
     done
     # transformers reference, fp32, on the emulated backend: the random-init
     # configs, dropout and label smoothing; not the MiniLM checkpoint (22M

@@ -15,6 +15,10 @@
 #   pass NAME           prints "PASS: NAME [N s]" (seconds since the last case)
 #   bad NAME [FILE...]  prints "FAIL: NAME [N s]" and the end of each FILE
 #   train CFG           tfcore -c $tmp/CFG.cfg, its output in $tmp/CFG.out
+#   runs CASE           true when case CASE is to run: every case, or those
+#                       whose names EMU_RUNS (an extended regular expression
+#                       matched against the whole name) selects, as
+#                       scripts/test-emulated-gpu.sh does under ThreadSanitizer
 emu=${1:-${TFCORE_EMU_DIR:-}}
 [ -n "$emu" ] && [ -f "$emu/tfcore-comm-nccl.so" ] || {
     echo "usage: $setup_name.sh DIR (the folder scripts/build-cuda-emu.sh DIR filled)" >&2
@@ -52,3 +56,4 @@ bad() { # NAME [FILE...]: the case failed; show the end of its output
     fail=1
 }
 train() { "$tfcore" -c "$tmp/$1.cfg" >"$tmp/$1.out" 2>&1; }
+runs() { [ -z "${EMU_RUNS:-}" ] || printf '%s\n' "$1" | grep -Eqx -- "$EMU_RUNS"; }
