@@ -1,5 +1,6 @@
 """torch_varlen_train_step — PyTorch's side of bench/unpad_vs_torch.sh: training
-steps (forward, backward, AdamW, fp32) of BertForSequenceClassification on rows
+steps (forward, backward, AdamW, fp32), or with --eval evaluation batches, of
+BertForSequenceClassification on rows
 of ragged length, the best a Trainer user can do about padding: the Trainer's
 own LengthGroupedSampler (group_by_length = True) and dynamic padding (each
 batch padded to its longest row, as DataCollatorWithPadding does), with the
@@ -11,7 +12,14 @@ epoch's batches, timed end to end, so their mean is the epoch's. Prints one
 JSON line: samples_per_second (the timed samples / their seconds),
 cpu_seconds_per_sample (process CPU time, all threads), peak_rss_mb, versions.
 
-  torch_varlen_train_step.py LAYERS HIDDEN HEADS INTERMEDIATE BATCH SEQ MIN_LEN STEPS WARMUP
+--eval: batches as Trainer.evaluate runs them (model.eval(), torch.no_grad(),
+the loss from the labels, the logits to the host), in the order of the
+Trainer's evaluation sampler with group_by_length (LengthGroupedSampler over
+the eval rows, transformers 5) and dynamically padded; --eval --pad-to-max
+pads every row to SEQ instead and keeps the rows in order (padding =
+"max_length", the course's tokenizer setting, with no length grouping).
+
+  torch_varlen_train_step.py LAYERS HIDDEN HEADS INTERMEDIATE BATCH SEQ MIN_LEN STEPS WARMUP [--eval [--pad-to-max]]
 """
 import json
 import os
@@ -25,9 +33,9 @@ from transformers import BertConfig, BertForSequenceClassification
 from transformers.trainer_pt_utils import LengthGroupedSampler
 
 
-def padded(rows, pad=0):
-    """Dynamic padding: [B, longest] ids and mask."""
-    width = max(len(r) for r in rows)
+def padded(rows, pad=0, width=None):
+    """Dynamic padding: [B, longest] ids and mask (or [B, width])."""
+    width = width or max(len(r) for r in rows)
     ids = torch.full((len(rows), width), pad, dtype=torch.long)
     mask = torch.zeros((len(rows), width), dtype=torch.long)
     for i, r in enumerate(rows):
@@ -38,13 +46,15 @@ def padded(rows, pad=0):
 
 def main():
     L, H, A, I, B, S, lo, steps, warmup = map(int, sys.argv[1:10])
+    evaluate = "--eval" in sys.argv[10:]
+    to_max = "--pad-to-max" in sys.argv[10:]
     # THREADS (bench/unpad_vs_torch.sh): the same thread count as tfcore's run
     torch.set_num_threads(int(os.environ.get("THREADS") or 0) or os.cpu_count())
     torch.manual_seed(0)
     cfg = BertConfig(hidden_size=H, num_hidden_layers=L, num_attention_heads=A, intermediate_size=I,
                      vocab_size=30522, max_position_embeddings=512)
     model = BertForSequenceClassification(cfg)
-    model.train()
+    model.train(not evaluate)
     opt = torch.optim.AdamW(model.parameters(), lr=5e-5)
     g = torch.Generator().manual_seed(1)
 
@@ -53,7 +63,12 @@ def main():
         return [torch.randint(100, 30000, (k,), generator=g) for k in lens]
 
     def step(batch, labels):
-        ids, mask = padded(batch)
+        ids, mask = padded(batch, width=S if to_max else None)
+        if evaluate:
+            with torch.no_grad():
+                out = model(input_ids=ids, attention_mask=mask, labels=labels)
+                out.loss.item(), out.logits.cpu().numpy()
+            return
         out = model(input_ids=ids, attention_mask=mask, labels=labels)
         out.loss.backward()
         opt.step()
@@ -64,7 +79,10 @@ def main():
     n = 4096 // B * B
     data = rows(n)
     labels = torch.randint(0, 2, (n,), generator=g)
-    order = list(LengthGroupedSampler(B, lengths=[len(r) for r in data], generator=g))
+    if evaluate and to_max:
+        order = list(range(n))
+    else:
+        order = list(LengthGroupedSampler(B, lengths=[len(r) for r in data], generator=g))
     picks = torch.randperm(n // B, generator=g)[:steps].tolist()
     t0, c0 = time.perf_counter(), time.process_time()
     for s in picks:
