@@ -10,13 +10,12 @@
  * kernels by the CPU's features, unless OPENBLAS_CORETYPE is already set
  * (the user's, or the machine's: that choice always stands). It names only
  * the AVX-512 ones: on the AVX-512 CPUs OpenBLAS knows it picks the same
- * single-precision kernels itself (SkylakeX; Cooperlake, SapphireRapids:
- * SkylakeX's sgemm with bf16 extras), so the setting changes nothing there.
+ * kernels itself (SkylakeX, or Cooperlake: SkylakeX's sgemm with bf16
+ * extras), so the setting changes nothing there.
  * Which kernels a run used is in backend-cpu's device name. */
 #include "host_blas.h"
 
 #include <pthread.h>
-#include <stdbool.h>
 #include <stdlib.h>
 #include <unistd.h>
 
