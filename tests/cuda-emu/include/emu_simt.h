@@ -49,10 +49,15 @@
 #define __constant__ static
 
 /* --- indices: set by the scheduler for the fiber it runs ------------------- */
-extern thread_local uint3 threadIdx;
-extern thread_local uint3 blockIdx;
-extern thread_local dim3 blockDim;
-extern thread_local dim3 gridDim;
+/* __thread rather than thread_local (no TLS wrapper call per read: these are
+ * plain data) and initial-exec (a direct %fs-relative load instead of a
+ * __tls_get_addr call; kernels read them in every loop): their 48 bytes come
+ * from the static TLS glibc keeps for libraries loaded by dlopen(). */
+#define EMU_INDEX_TLS __thread __attribute__((tls_model("initial-exec")))
+extern EMU_INDEX_TLS uint3 threadIdx;
+extern EMU_INDEX_TLS uint3 blockIdx;
+extern EMU_INDEX_TLS dim3 blockDim;
+extern EMU_INDEX_TLS dim3 gridDim;
 static constexpr int warpSize = 32;
 
 extern "C" {
