@@ -3,7 +3,8 @@
 #   1. build in build/ and `make check` (unit tests, shell tests, and the
 #      reference tests against torch / transformers / tokenizers);
 #   2. every fuzz target for a short run (libFuzzer + ASan + UBSan; libtfcore
-#      compiled once, two targets fuzzing at a time, each for the full time);
+#      compiled once, two targets fuzzing at a time, each for the full time),
+#      built and run beside step 1 (niced), with step 4's bundle build;
 #   3. at the same time: the unit tests of step 1 built with AddressSanitizer
 #      + UBSan (build-asan/), and the emulated-GPU suite
 #      (scripts/test-emulated-gpu.sh, build-emu*/: every case plain, under
@@ -30,7 +31,6 @@ export TFCORE_PYTHON="${TFCORE_PYTHON:-$("$top/scripts/setup-python.sh" | tail -
 # waited for), so a slow CI run says which step grew.
 # (`times` runs in this shell, not in a $(...) subshell, which has no children)
 times_file="$(mktemp)"
-trap 'rm -f "$times_file"' EXIT
 cpu_now() {
     times >"$times_file"
     step_cpu=$(tail -n 1 "$times_file" | awk '{ s = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); s += a[1] * 60 + a[2] } printf "%.0f", s }')
@@ -50,15 +50,46 @@ step() {
     step_cpu0=$step_cpu
 }
 
-step "build and make check (build/)"
+# Beside step 1, niced: the fuzz targets of step 2, and the GPU bundle's
+# build of step 4. make check keeps only about 1.5 of the 2 cores busy (its
+# tests wait on timeouts, mpirun and loopback servers: 752 s of CPU in 497 s,
+# CI of 2026-12-07), so these fill the rest; each one's output is shown at its
+# step. Each runs in its own process group, stopped if this script ends first.
+bg_groups=()
+trap 'rm -f "$times_file"; for g in ${bg_groups[@]+"${bg_groups[@]}"}; do kill -- "-$g" 2>/dev/null || true; done' EXIT
+have_nvcc=0
+{ command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; } && have_nvcc=1
+if [ "$quick" = 0 ]; then
+    mkdir -p build-asan build-gpu
+    rm -f build-asan/fuzz.rc build-gpu/bundle.rc
+    setsid bash -c 'nice -n 10 env FUZZ_OUT="$1/build-asan/fuzz-out" "$1/scripts/fuzz.sh" "$2"; echo $? >"$1/build-asan/fuzz.rc"' \
+        sh "$top" "${FUZZ_SECONDS:-10}" >build-asan/fuzz.out 2>&1 </dev/null &
+    fuzz_pid=$!
+    bg_groups+=("$fuzz_pid")
+    if [ "$have_nvcc" = 1 ]; then
+        setsid bash -c 'nice -n 10 env JOBS="$2" "$1/scripts/gpu-bundle.sh" "$1/build-gpu/gpu-bundle"; echo $? >"$1/build-gpu/bundle.rc"' \
+            sh "$top" "$jobs" >build-gpu/bundle.out 2>&1 </dev/null &
+        bundle_pid=$!
+        bg_groups+=("$bundle_pid")
+    fi
+fi
+# bg_result NAME PID RCFILE OUTFILE: wait for a job started above, show its
+# output; fails when it did
+bg_result() {
+    wait "$2" 2>/dev/null || true
+    cat "$4"
+    [ "$(cat "$3" 2>/dev/null)" = 0 ] || { echo "$1: FAILED"; return 1; }
+}
+
+step "build and make check (build/), the fuzz targets and the GPU bundle's build beside it"
 mkdir -p build
 (cd build && { [ -f Makefile ] || ../configure -q; } && make -s -j"$jobs" && \
     TFCORE_REQUIRE_REF=1 make -s -j"$jobs" check) \
     || { cat build/test-suite.log 2>/dev/null | tail -80; exit 1; }
 [ "$quick" = 1 ] && { step_done; exit 0; }
 
-step "fuzz targets, ${FUZZ_SECONDS:-10}s each"
-FUZZ_OUT="$top/build-asan/fuzz-out" "$top/scripts/fuzz.sh" "${FUZZ_SECONDS:-10}"
+step "fuzz targets, ${FUZZ_SECONDS:-10}s each (built and run beside step 1)"
+bg_result "fuzz.sh" "$fuzz_pid" build-asan/fuzz.rc build-asan/fuzz.out || exit 1
 
 # The unit tests under ASan run beside the emulated-GPU suite: that suite
 # keeps the 2 cores about 1.5 to 1.8 busy (its multi-rank cases wait on each
@@ -101,8 +132,8 @@ cat build-asan/check.out
 [ "$emu_rc" = 0 ] && [ "$asan_rc" = 0 ] || exit 1
 
 step "GPU bundle: scripts/gpu-bundle.sh (CUDA_ARCHS=90, --without-mpi --without-curl --without-libarchive --without-onednn) moved and run without a GPU"
-if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
-    JOBS="$jobs" "$top/scripts/gpu-bundle.sh" "$top/build-gpu/gpu-bundle" && \
+if [ "$have_nvcc" = 1 ]; then
+    bg_result "gpu-bundle.sh (built beside step 1)" "$bundle_pid" build-gpu/bundle.rc build-gpu/bundle.out && \
         GPU_BUNDLE="$top/build-gpu/gpu-bundle" top_builddir="$top/build" top_srcdir="$top" \
         sh "$top/tests/test_gpu_bundle.sh" || exit 1
 else
