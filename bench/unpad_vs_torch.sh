@@ -24,7 +24,8 @@
 #   WARMUP warm-up steps before each timing, default 2; THREADS: threads of
 #   every run, default all cores: THREADS=1 measures the work on a loaded
 #   machine, where two threads' CPU time counts the OpenMP spinning while a
-#   partner thread is descheduled)
+#   partner thread is descheduled; TFCORE_BENCH_MODELS="MiniLM-L6": only the
+#   models named)
 # Run from the build tree's top (where core/tfcore is). The peer's Python is
 # $TFCORE_PYTHON (torch and transformers; the Trainer's sampler needs
 # transformers >= 4).
@@ -55,6 +56,11 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 models=("bert-mini 4 256 4 1024" "MiniLM-L6 6 384 12 1536")
+if [ -n "${TFCORE_BENCH_MODELS:-}" ]; then # e.g. TFCORE_BENCH_MODELS=MiniLM-L6: only those
+    kept=()
+    for m in "${models[@]}"; do case " $TFCORE_BENCH_MODELS " in *" ${m%% *} "*) kept+=("$m") ;; esac; done
+    models=("${kept[@]}")
+fi
 variants=("padded max_length false" "longest longest false" "unpadded longest true")
 for m in "${models[@]}"; do
     set -- $m

@@ -77,6 +77,13 @@ core_lib="$dir/build/core/.libs"
 cppflags=(-D_GNU_SOURCE -DTFC_EMULATED "-DTF_PLUGIN_DESC_SUFFIX=\" (emulated, tests only)\""
     -I"$emu/include" -I"$emu" -I"$top/core/include" -I"$dir/build")
 common=(-g "$opt" -fPIC -pthread $sanflags)
+# AddressSanitizer (GCC): TLS descriptors for the kernels' __shared__
+# variables (static thread_local in a dlopen()ed plugin), whose fast path
+# reads the thread's DTV, where the default dialect calls __tls_get_addr on
+# each kernel thread, which AddressSanitizer intercepts: more than half of an
+# op-suite case's time (attention_head_dims 65 -> 31 s of CPU). The plain
+# build gains nothing from it.
+[ "$san" = address ] && case "$cc" in *clang*) ;; *) common+=(-mtls-dialect=gnu2) ;; esac
 cflags=(-std=c17 "${common[@]}" -Wall -Wno-unused-parameter -Werror=implicit-function-declaration)
 # -fno-strict-aliasing: kernels type-pun through pointers (a __half2 read as
 # uint32_t, uint4 tiles read as T), which CUDA's compiler allows and g++'s

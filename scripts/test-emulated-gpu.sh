@@ -20,7 +20,9 @@
 #      buckets; there run_parallel_emu.sh, run_zero_emu.sh and
 #      run_pipeline_emu.sh run a case of each path they add (dp-master,
 #      mpi on device buffers, an abort; ZeRO-2; 1F1B), whole with
-#      TSAN_ALL=1 (CI's time).
+#      TSAN_ALL=1 (CI's time); under AddressSanitizer the three skip the
+#      cases that repeat another's code at another world size, whole with
+#      ASAN_ALL=1.
 # Sanitizer runs prove memory safety and stream ordering, not numerics, so
 # they run their cases on smaller sizes (TF_TEST_SMALL=2, read by the op
 # suites and the run_*.sh scripts, and 2 training steps instead of 30); the
