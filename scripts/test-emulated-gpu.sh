@@ -254,20 +254,17 @@ queue_tree() { # queue_tree DIR SAN
     # ZeRO-1 x4 (the x4 resume runs ZeRO-1 x4), GPipe on 2 x 2 (1F1B on 2 x 2
     # and GPipe on 2 stages run).
     for s in run_stall_emu run_parallel_emu run_zero_emu run_pipeline_emu run_fp16_scaler_emu run_netns_emu; do
-        local runs=""
-        if [ "$san" = thread ] && [ "${TSAN_ALL:-0}" != 1 ]; then
-            case "$s" in
-            run_parallel_emu) runs="dp2|mpi2|abort2" ;;
-            run_zero_emu) runs="ddp2|z2n2" ;;
-            run_pipeline_emu) runs="one|p2_1f1b" ;;
-            esac
-        elif [ "$san" = address ] && [ "${ASAN_ALL:-0}" != 1 ]; then
-            case "$s" in
-            run_parallel_emu) runs="nccl2|dp2|mpi2|nccl3|resume|gradckpt|adafactor|kill|driver2|driver4|driver-file|abort2" ;;
-            run_zero_emu) runs="ddp2|ddp4|z1n2|z2n2|z2n2acc|z2n4|z2m2|resume" ;;
-            run_pipeline_emu) runs="one|p2_gpipe|p2_1f1b|p2x2_1f1b" ;;
-            esac
-        fi
+        local runs="" whole=0
+        [ "$san" = thread ] && whole="${TSAN_ALL:-0}"
+        [ "$san" = address ] && whole="${ASAN_ALL:-0}"
+        [ "$whole" = 1 ] || case "$san:$s" in
+        thread:run_parallel_emu) runs="dp2|mpi2|abort2" ;;
+        thread:run_zero_emu) runs="ddp2|z2n2" ;;
+        thread:run_pipeline_emu) runs="one|p2_1f1b" ;;
+        address:run_parallel_emu) runs="nccl2|dp2|mpi2|nccl3|resume|gradckpt|adafactor|kill|driver2|driver4|driver-file|abort2" ;;
+        address:run_zero_emu) runs="ddp2|ddp4|z1n2|z2n2|z2n2acc|z2n4|z2m2|resume" ;;
+        address:run_pipeline_emu) runs="one|p2_gpipe|p2_1f1b|p2x2_1f1b" ;;
+        esac
         [ -f "$top/tests/cuda-emu/$s.sh" ] &&
             queue_in script "$d" "$san" "$s$sfx" env EMU_RUNS="$runs" sh "$top/tests/cuda-emu/$s.sh" "$d"
     done

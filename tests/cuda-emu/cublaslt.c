@@ -675,8 +675,10 @@ typedef struct matmul_task {
  * own copies (matmul_run's opa, opb), which no other thread sees, and its two
  * reads per multiply-add were most of a ThreadSanitizer run's time; the
  * reads of A and B in device memory, which can race, stay instrumented. */
-__attribute__((no_sanitize("thread"))) static void dot_columns(const double *opa, const double *opb, int64_t m, int64_t k, int64_t j0,
-                        int64_t nc, double *dots)
+__attribute__((no_sanitize("thread"))) static void dot_columns(const double *opa,
+                                                              const double *opb, int64_t m,
+                                                              int64_t k, int64_t j0, int64_t nc,
+                                                              double *dots)
 {
     const double *b0 = opb + j0 * k;
     const double *b1 = nc > 1 ? b0 + k : b0, *b2 = nc > 2 ? b0 + 2 * k : b0,
@@ -733,12 +735,9 @@ static cudaError_t matmul_run(void *arg)
             }
         for (int64_t j = 0; j < n; j++)
             for (int64_t i = 0; i < m; i++) {
-                /* four output columns at a time: four independent sums (each
-                 * still in order p = 0 .. k-1, so the same bits), kept for
-                 * the next three j */
-                if ((j & 3) == 0 && i == 0) dot_columns(opa, opb, m, k, j, n - j < 4 ? n - j : 4, dots);
-                double acc = dots[(j & 3) * m + i];
-                double x = (double)t->alpha * acc;
+                /* the sums of four output columns at once (dot_columns) */
+                if (j % 4 == 0 && i == 0) dot_columns(opa, opb, m, k, j, n - j < 4 ? n - j : 4, dots);
+                double x = (double)t->alpha * dots[(j % 4) * m + i];
                 if (t->beta != 0.0f)
                     x += (double)t->beta * load(pr->c.type, t->C, oc + i + j * pr->c.ld);
                 int64_t ax = ox + i + j * d->aux_ld;
