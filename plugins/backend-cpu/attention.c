@@ -3,7 +3,8 @@
  * BertSelfAttention:
  *   scores = (q kᵀ) * scale + (1 - mask) * (-FLT_MAX)     (finfo.min, not -inf)
  *   probs  = softmax(scores)        (max subtracted; a fully masked row is uniform)
- *   out    = dropout(probs) v
+ *   out    = dropout(probs) v       computed as (dropout(e) v) / sum(e), e = exp(scores - max):
+ *                                   the division applied to head_dim columns, not to S keys
  *
  * Work is split over (batch, head) pairs, one pair per task, handed out
  * dynamically (a preempted thread does not hold the others up); within a pair,
@@ -45,6 +46,8 @@
 /* The mask's element index within a row packs (head, query, key) in 16-bit
  * fields (tfcore/backend.h "Dropout masks"). */
 #define CPU_ATTN_DROPOUT_MAX_SEQ 65536
+/* The most query rows in one forward block (rows_per_block). */
+#define CPU_ATTN_MAX_BLOCK_ROWS 512
 
 static bool probs_count(const tf_attention_desc *d, size_t *out)
 {
@@ -90,27 +93,61 @@ static tf_status check_desc(tf_error *err, const char *op, const tf_attention_de
     return TF_OK;
 }
 
-/* scores row += mask bias; then softmax in place. */
+/* scores row += mask bias; then e^(x - max) in place. Returns 1 / the sum
+ * of the e's: the probabilities are the e's times it, a scaling the caller
+ * applies to the [rows, head_dim] output of (e v) instead of to the
+ * [rows, keys] e's, one pass fewer over the scores when they are not saved.
+ *
+ * The max and the sum run in SM_LANES independent lanes, folded pairwise at
+ * the end, and the row's last n % SM_LANES elements go through a local
+ * vector filled up with -inf (e = 0): a scalar remainder loop and the
+ * compiler's serial fold of a `reduction` clause each cost about as much as
+ * a short row's vectors. The order of the additions depends on n only, so a
+ * sequence gives the same bits padded or packed. */
+#define SM_LANES 16
 CPU_CLONES
-static void softmax_row(float *x, int n, const int32_t *mask)
+static float softmax_exp_row(float *x, int n, const int32_t *mask)
 {
-    float mx = -INFINITY;
     if (mask) {
 #pragma omp simd
         for (int j = 0; j < n; j++) x[j] = x[j] + (1.0f - (float)mask[j]) * -FLT_MAX;
     }
-#pragma omp simd reduction(max : mx)
-    for (int j = 0; j < n; j++) mx = x[j] > mx ? x[j] : mx;
-    double sum = 0.0;
-#pragma omp simd reduction(+ : sum)
-    for (int j = 0; j < n; j++) {
-        float e = cpu_expf(x[j] - mx);
-        x[j] = e;
-        sum += (double)e;
-    }
-    float inv = (float)(1.0 / sum);
+    int nf = n / SM_LANES * SM_LANES, nt = n - nf; /* full vectors; the tail's length */
+    float tail[SM_LANES], acc[SM_LANES];
+    for (int l = 0; l < SM_LANES; l++) tail[l] = l < nt ? x[nf + l] : -INFINITY;
+    for (int l = 0; l < SM_LANES; l++) acc[l] = tail[l];
+    for (int j = 0; j < nf; j += SM_LANES)
 #pragma omp simd
-    for (int j = 0; j < n; j++) x[j] *= inv;
+        for (int l = 0; l < SM_LANES; l++) acc[l] = x[j + l] > acc[l] ? x[j + l] : acc[l];
+    for (int w = SM_LANES / 2; w > 0; w /= 2)
+        for (int l = 0; l < w; l++) acc[l] = acc[l + w] > acc[l] ? acc[l + w] : acc[l];
+    float mx = acc[0];
+#pragma omp simd
+    for (int l = 0; l < SM_LANES; l++) {
+        tail[l] = cpu_expf(tail[l] - mx);
+        acc[l] = tail[l];
+    }
+    for (int j = 0; j < nf; j += SM_LANES)
+#pragma omp simd
+        for (int l = 0; l < SM_LANES; l++) {
+            float e = cpu_expf(x[j + l] - mx);
+            x[j + l] = e;
+            acc[l] += e;
+        }
+    for (int l = 0; l < nt; l++) x[nf + l] = tail[l];
+    for (int w = SM_LANES / 2; w > 0; w /= 2)
+        for (int l = 0; l < w; l++) acc[l] += acc[l + w];
+    return 1.0f / acc[0];
+}
+
+CPU_CLONES
+static void scale_rows(float *x, int rows, int cols, int64_t ld, const float *by)
+{
+    for (int i = 0; i < rows; i++) {
+        float *row = x + i * ld, f = by[i];
+#pragma omp simd
+        for (int j = 0; j < cols; j++) row[j] *= f;
+    }
 }
 
 CPU_CLONES
@@ -204,12 +241,14 @@ static void attention_fwd_head(const attn_ctx *c, int bh, float *out, float *scr
     float *ph = c->probs ? c->probs + at : NULL;                    /* [S, S] */
     uint8_t *kh = c->keep ? c->keep + at : NULL;                    /* [S, S] */
     int L = live_keys(mrow, S);
+    float inv[CPU_ATTN_MAX_BLOCK_ROWS]; /* per row of the block: 1 / sum of its e's */
     for (int r0 = 0; r0 < S; r0 += c->rows_per_block) {
         int rb = S - r0 < c->rows_per_block ? S - r0 : c->rows_per_block;
         float *pb = ph ? ph + (size_t)r0 * S : scratch; /* [rb, S] */
+        float *ob = o + (size_t)r0 * H;                  /* [rb, hd], ld H */
         cpu_sgemm(false, true, rb, L, hd, d->scale, q + r0 * ld3, ld3, k, ld3, 0.0f, pb, S);
-        for (int i = 0; i < rb; i++) softmax_row(pb + (size_t)i * S, L, mrow);
-        zero_cols(pb, rb, S, L, S);
+        for (int i = 0; i < rb; i++) inv[i] = softmax_exp_row(pb + (size_t)i * S, L, mrow);
+        if (ph) zero_cols(pb, rb, S, L, S); /* saved: the keys after L have probability 0 */
         const float *pv = pb;
         if (kh) { /* training with dropout: probs are saved, the scratch is free */
             uint8_t *kb = kh + (size_t)r0 * S;
@@ -220,10 +259,17 @@ static void attention_fwd_head(const attn_ctx *c, int bh, float *out, float *scr
             dropout_apply(pb, kb, scratch, (size_t)rb * S, c->drop_scale);
             pv = scratch;
         }
-        cpu_sgemm(false, false, rb, hd, L, 1.0f, pv, S, v, ld3, 0.0f, o + (size_t)r0 * H, H);
+        /* out = (dropout(e) v) / sum(e): the same bits whether or not the
+         * probabilities are saved */
+        cpu_sgemm(false, false, rb, hd, L, 1.0f, pv, S, v, ld3, 0.0f, ob, H);
+        scale_rows(ob, rb, hd, H, inv);
+        if (ph) scale_rows(pb, rb, L, S, inv); /* the saved probabilities, for the backward */
     }
 }
 
+/* min(seq, CPU_SCRATCH_FLOATS / seq) <= sqrt(CPU_SCRATCH_FLOATS) */
+_Static_assert(CPU_ATTN_MAX_BLOCK_ROWS * CPU_ATTN_MAX_BLOCK_ROWS >= CPU_SCRATCH_FLOATS,
+               "a row block can have more rows than inv[] holds");
 static int rows_per_block(int seq)
 {
     size_t r = CPU_SCRATCH_FLOATS / (size_t)seq;
