@@ -13,7 +13,7 @@
  *
  * Keys after a sequence's last unmasked key (right padding) are skipped: their
  * probabilities are exactly 0 (e^(-FLT_MAX - max) underflows), so leaving them
- * out changes no bit of any result, only the work; their saved probabilities
+ * out drops only zero terms from the sums (and the work); their saved probabilities
  * are stored as 0 and their dk, dv rows as 0. A fully masked sequence keeps
  * all keys (its softmax is uniform over them). The backward must get the
  * forward's mask (or NULL, which costs the full work and gives the same
@@ -102,8 +102,9 @@ static tf_status check_desc(tf_error *err, const char *op, const tf_attention_de
  * the end, and the row's last n % SM_LANES elements go through a local
  * vector filled up with -inf (e = 0): a scalar remainder loop and the
  * compiler's serial fold of a `reduction` clause each cost about as much as
- * a short row's vectors. The order of the additions depends on n only, so a
- * sequence gives the same bits padded or packed. */
+ * a short row's vectors. The order of the additions depends on n only (the
+ * GEMMs around it may round with the matrix's size: docs/ARCHITECTURE.md,
+ * "the core names OpenBLAS's kernels"). */
 #define SM_LANES 16
 CPU_CLONES
 static float softmax_exp_row(float *x, int n, const int32_t *mask)

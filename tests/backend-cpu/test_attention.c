@@ -149,7 +149,9 @@ START_TEST(test_attention_row_blocks)
     tf_attention_desc d = {B, S, nh, hd, 0.5f, 0.0f, 0, 0, TF_DTYPE_F32, TF_MATMUL_FP32};
     attn_ref(qd, NULL, B, S, nh, hd, d.scale, want, NULL);
     ck_assert_int_eq(vt->attention_fwd(be, NULL, &d, qkv, NULL, out, NULL, false, &err), TF_OK);
-    ASSERT_CLOSE(out, want, no, 5e-5); /* sums of 600 terms */
+    /* sums of 600 terms: 5.8e-5 seen with other inputs (CK_FORK=no runs
+     * this test on the random stream the tests before it left) */
+    ASSERT_CLOSE(out, want, no, 1e-4);
     void *save = alloc_save(be, &d);
     ck_assert_int_eq(vt->attention_fwd(be, NULL, &d, qkv, NULL, out2, save, true, &err), TF_OK);
     ck_assert_int_eq(memcmp(out, out2, no * sizeof *out), 0);
@@ -158,7 +160,7 @@ START_TEST(test_attention_row_blocks)
     ck_assert_int_eq(vt->attention_bwd(be, NULL, &d, qkv, NULL, out2, save, dout, dq, &err), TF_OK);
     double *dd = dalloc(nq);
     attn_bwd_ref(qd, save, NULL, 1.0f, dout, B, S, nh, hd, d.scale, dd);
-    ASSERT_CLOSE(dq, dd, nq, 5e-5);
+    ASSERT_CLOSE(dq, dd, nq, 1e-4); /* 5.2e-5 seen, as the forward above */
     ck_assert_int_eq(vt->attention_bwd(be1, NULL, &d, qkv, NULL, out2, save, dout, dq2, &err), TF_OK);
     ck_assert_int_eq(memcmp(dq, dq2, nq * sizeof *dq), 0);
     vt->free(be, save, TF_MEM_DEVICE);
@@ -379,10 +381,8 @@ START_TEST(test_attention_rows)
 END_TEST
 
 /* ABI 1.4 varlen: packed sequences give each sequence's rows of the padded
- * slots (right padding, the same global rows: bit for bit on backend-cpu
- * with the OpenBLAS kernels tfcore asks for, core/runtime/host_blas.c; its
- * generic Prescott ones round a row differently with the number of rows),
- * forward and backward with dropout; their saved probabilities and keep bits
+ * slots (right padding, the same global rows), forward and backward with
+ * dropout, to rounding (below); their saved probabilities and keep bits
  * are packed block after block from the start of each region, so a batch
  * touches heads * sum len² of them and nothing past it. */
 START_TEST(test_attention_varlen)
@@ -413,12 +413,18 @@ START_TEST(test_attention_varlen)
     tf_attention_varlen_desc vd = {.size = sizeof vd, .attn = d, .cu_seqlens = cu, .row_first = 8, .row_stride = 2};
     ck_assert_int_eq(vt->attention_varlen_fwd(be, NULL, &vd, q, out, save, true, &err), TF_OK);
     ck_assert_int_eq(vt->attention_varlen_bwd(be, NULL, &vd, q, out, save, dout, dq, &err), TF_OK);
+    /* the same sums to rounding: a padded sequence's products have more rows
+     * (its padding queries), and OpenBLAS's kernels may add in an order that
+     * depends on a matrix's size (its SkylakeX kernels give the same bits
+     * here; its Haswell ones, every AVX2 CPU's, and Prescott's differ by
+     * ~1e-7 normwise) */
     for (int b = 0; b < B; b++) {
         int len = cu[b + 1] - cu[b];
-        ck_assert_int_eq(memcmp(out + (size_t)cu[b] * H, pout + (size_t)b * S * H, (size_t)len * H * sizeof *out), 0);
-        ck_assert_int_eq(memcmp(dq + (size_t)cu[b] * 3 * H, pdq + (size_t)b * S * 3 * H,
-                                (size_t)len * 3 * H * sizeof *dq),
-                         0);
+        double eo = tf_test_rel_err(out + (size_t)cu[b] * H, pout + (size_t)b * S * H, (size_t)len * H);
+        double eq = tf_test_rel_err(dq + (size_t)cu[b] * 3 * H, pdq + (size_t)b * S * 3 * H,
+                                    (size_t)len * 3 * H);
+        ck_assert_msg(eo <= 1e-6 && eq <= 1e-6, "sequence %d: out %.3g, dq %.3g from the padded layout's", b,
+                      eo, eq);
     }
     /* packed save: heads * sum len² probabilities and keep bits, the rest untouched */
     size_t used = 0;
