@@ -13,8 +13,8 @@
 # 2. Lays OUT_DIR out like a build tree (top_builddir = top_srcdir = OUT_DIR,
 #    so the GPU tests run unchanged): core/tfcore, core/.libs/libtfcore.so.0,
 #    plugins/<name>/.libs/tfcore-*.so, the test and driver programs, the GPU
-#    test scripts, tests/ref/, tests/data/, conf/, bench/gpu_vs_torch.sh and
-#    scripts/gpu-run.sh. Every program is the real ELF (never a libtool
+#    test scripts, tests/ref/, tests/data/, conf/, bench/gpu_vs_torch.sh,
+#    bench/cpu_bf16_vs_torch.sh (with its torch peers) and scripts/gpu-run.sh. Every program is the real ELF (never a libtool
 #    wrapper), stripped of debug info, with a RUNPATH relative to $ORIGIN
 #    (plus the CUDA toolkit's lib64 where it was linked against it): nothing
 #    points into the build tree. Plugins that link Open MPI (comm-mpi, and
@@ -154,7 +154,8 @@ copy_src() { # files or folders, relative to the source folder
 copy_src scripts/gpu-steps.sh tests/gpu_backend.sh tests/test_gpu_ref.sh tests/test_gpu_finetune.sh \
     tests/test_backend_cuda_sanitizer.sh tests/test_comm_nccl.sh tests/test_train.sh \
     tests/test_precision_cpu.sh tests/ref tests/data conf \
-    bench/gpu_vs_torch.sh bench/gpu_torch_train_step.py scripts/gpu-run.sh docs/GPU.md
+    bench/gpu_vs_torch.sh bench/gpu_torch_train_step.py scripts/gpu-run.sh docs/GPU.md \
+    bench/cpu_bf16_vs_torch.sh bench/torch_train_step.py bench/torch_eval_step.py
 find "$stage" -name __pycache__ -prune -exec rm -rf {} +
 
 # --- 3. the Debian libraries -------------------------------------------------------------

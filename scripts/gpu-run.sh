@@ -37,7 +37,11 @@
 #   bench-s128       bench/gpu_vs_torch.sh, one round, seq 128, 4 precisions
 #   bench-s512       the same at seq 512, bf16 and fp16
 #   sanitizer-suites tests/test_backend_cuda_sanitizer.sh (both suites,
-#                    memcheck + racecheck: slow, last)
+#                    memcheck + racecheck: slow)
+#   cpu-bf16         precision bf16 on this machine's CPU, where it has
+#                    AVX512_BF16: tests/ref/model_bert_bf16_vs_autocast.py,
+#                    bench/cpu_bf16_vs_torch.sh (one round) and, with perf, a
+#                    profile of a bf16 evaluation (else one line: not run)
 #
 # --only STEP,... runs just those (preflight and env always run): a second
 # call takes what the first had no time for. TFCORE_REQUIRE_GPU=1 (a GPU test
@@ -271,6 +275,50 @@ for f in "$logs"/*-bench-*.log; do
 done
 
 step sanitizer-suites 240 sh "$bundle/tests/test_backend_cuda_sanitizer.sh"
+
+# --- precision bf16 on this machine's CPU (backend-cpu + oneDNN) -------------------------------
+# The project's CPU machines have had no AVX512_BF16 since 2026-11-25, so the
+# GPU machine's host is where backend-cpu's bf16 GEMMs can be checked against
+# torch.autocast and timed and profiled (BENCHMARKS.md, "bf16 on the CPU").
+cpu_bf16_cfg="$work/cpu-bf16.cfg"
+cat >"$cpu_bf16_cfg" <<'CFG'
+model = { plugin = "bert"; preset = "bert-mini"; task = "classification"; num_labels = 2;
+          num_hidden_layers = 6; hidden_size = 384; num_attention_heads = 12; intermediate_size = 1536; };
+data = { plugin = "synthetic"; task = "classification"; num_labels = 2; seq_len = 256;
+         num_examples = 256; eval_examples = 160; learnable = false; };
+backend = { plugin = "cpu"; };
+precision = { plugin = "bf16"; };
+training = { per_device_train_batch_size = 32; per_device_eval_batch_size = 32; };
+CFG
+cpu_bf16() {
+    local cpu
+    cpu=$(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n 1)
+    if ! grep -qw avx512_bf16 /proc/cpuinfo; then
+        echo "not run: this machine's CPU ($cpu, $(nproc) cores) has no AVX512_BF16"
+        return 0
+    fi
+    echo "== $cpu, $(nproc) cores: tests/ref/model_bert_bf16_vs_autocast.py"
+    "$TFCORE_PYTHON" "$bundle/tests/ref/model_bert_bf16_vs_autocast.py" || return 1
+    echo "== bench/cpu_bf16_vs_torch.sh 1 3 2"
+    (cd "$bundle" && BUILD="$bundle" bash "$bundle/bench/cpu_bf16_vs_torch.sh" 1 3 2) || return 1
+    if command -v perf >/dev/null 2>&1; then
+        echo "== perf record of tfcore bench --eval, MiniLM-L6 bf16, 32 x 256"
+        if perf record -o "$work/cpu-bf16.perf" -- "$tfcore" bench -c "$cpu_bf16_cfg" --eval --steps 4 --warmup 1; then
+            perf report -i "$work/cpu-bf16.perf" --no-children --sort dso,sym --stdio 2>/dev/null | grep '%' | head -n 40
+        else
+            echo "perf record failed (perf_event_paranoid?): no profile"
+        fi
+    else
+        echo "no perf here: no profile"
+    fi
+    echo "cpu-bf16: bf16 on the CPU checked against autocast and timed"
+}
+export cpu_bf16_cfg
+export -f cpu_bf16
+step cpu-bf16 150 cpu_bf16
+for f in "$logs"/*-cpu-bf16.log; do
+    [ -f "$f" ] && grep -q '^| ' "$f" && { echo "## $(basename "$f" .log)"; cat "$f"; echo; } >>"$out/bench.md"
+done
 
 pack
 say "gpu-run.sh: $nstep steps, $failed not passed, $(($(date +%s) - start_all))s; logs in $out/logs.tar.gz"

@@ -252,7 +252,7 @@ SMI
 chmod +x "$f/core/tfcore" "$tmp/fakebin/nvidia-smi"
 env -i HOME="$HOME" PATH="$tmp/fakebin:/usr/bin:/bin" TMPDIR=/tmp bash "$f/scripts/gpu-run.sh" "$tmp/fake-run" --budget 300 \
     >"$tmp/fake-run.out" 2>&1
-steps="preflight env ops-cuda ops-fused memcheck-train racecheck-attn synccheck-attn gpu-ref ft-fp32 ft-tf32 ft-fp16 ft-bf16 ft-agree comm-nccl bench-s128 bench-s512 sanitizer-suites"
+steps="preflight env ops-cuda ops-fused memcheck-train racecheck-attn synccheck-attn gpu-ref ft-fp32 ft-tf32 ft-fp16 ft-bf16 ft-agree comm-nccl bench-s128 bench-s512 sanitizer-suites cpu-bf16"
 tar -tzf "$tmp/fake-run/logs.tar.gz" >"$tmp/fake-logs.list"
 for st in $steps; do
     if [ "$st" = comm-nccl ] && [ ! -f "$f/plugins/comm-nccl/.libs/tfcore-comm-nccl.so" ]; then
@@ -267,6 +267,11 @@ for st in $steps; do
     fi
 done
 grep -Eq "^PASS +preflight " "$tmp/fake-run/summary.txt" && ok || bad "gpu-run.sh with a fake GPU stopped at its preflight"
+# cpu-bf16 runs only on a CPU with AVX512_BF16, and says so where there is none
+if ! grep -qw avx512_bf16 /proc/cpuinfo; then
+    grep -Eq "^PASS +cpu-bf16 .*not run: this machine's CPU .* has no AVX512_BF16$" "$tmp/fake-run/summary.txt" && ok ||
+        bad "gpu-run.sh's cpu-bf16 on a CPU without AVX512_BF16: $(grep cpu-bf16 "$tmp/fake-run/summary.txt")"
+fi
 mkdir -p "$tmp/fake-logs"
 tar -xzf "$tmp/fake-run/logs.tar.gz" -C "$tmp/fake-logs"
 if grep -rE "command not found|not a function|syntax error|unbound variable|bad substitution" "$tmp/fake-logs" "$tmp/fake-run.out"; then
